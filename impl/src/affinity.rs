@@ -1,0 +1,504 @@
+//! Binding for `services::selection::affinity::SessionAffinity`.
+//!
+//! The published crate (1.6.1) has only the runtime clock: `with_config`
+//! spawns a reaper with `tokio::spawn` and every deadline reads
+//! `tokio::time::Instant::now()`. Each table therefore owns a current-thread
+//! Tokio runtime started with paused time, and every crate call runs inside
+//! that runtime's context so `Instant::now()` reads the paused clock. Time moves
+//! only through `advance_clock(now_ns)`, which lets every timer that falls due
+//! fire at its own instant (the reaper included) before returning.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use dynamo_kv_router::services::selection::affinity::{
+    AcquireStep, AffinityError as CrateError, AffinityInitialization, AffinityLease,
+    AffinityReplicaSink, AffinityTarget, AffinityVersion, Hold, ReplicaApplyOutcome,
+    SessionAffinity, SessionAffinityConfig, SessionAffinityMode,
+};
+use pyo3::prelude::*;
+use tokio::runtime::Runtime;
+use tokio::sync::futures::OwnedNotified;
+use tokio::time::Instant;
+
+use crate::{Dropped, HandleError, InvalidArgument, ResourceExhausted, guard};
+
+/// The furthest the binding moves a table's clock from its origin: two maximal
+/// TTLs. Further advances are rejected (clock overflow) before anything runs.
+pub(crate) const CLOCK_NS_MAX: u64 = 2 * 31_536_000 * 1_000_000_000;
+
+type PyTarget = (u64, Option<u32>);
+type PyVersion = (u64, u64);
+type Published = (String, PyTarget, PyVersion);
+
+fn to_target(target: PyTarget) -> AffinityTarget {
+    AffinityTarget::new(target.0, target.1)
+}
+
+fn from_target(target: AffinityTarget) -> PyTarget {
+    (target.worker_id, target.dp_rank)
+}
+
+fn to_py_error(error: CrateError) -> PyErr {
+    match error {
+        CrateError::InvalidArgument(message) => InvalidArgument::new_err(message),
+        CrateError::ResourceExhausted(message) => ResourceExhausted::new_err(message),
+        CrateError::Dropped => Dropped::new_err("session affinity table dropped"),
+    }
+}
+
+/// Records every publication so Python can drain them in order.
+#[derive(Default)]
+struct RecordingSink {
+    published: Mutex<Vec<Published>>,
+}
+
+impl AffinityReplicaSink for RecordingSink {
+    fn publish(&self, session_id: &str, target: AffinityTarget, version: AffinityVersion) {
+        self.published.lock().expect("sink poisoned").push((
+            session_id.to_string(),
+            from_target(target),
+            (version.sequence, version.writer_id),
+        ));
+    }
+}
+
+/// A Rust value that Python refers to by number.
+enum Handle {
+    /// `Hold::Initialize`: commit or abort (drop).
+    Init(AffinityInitialization),
+    /// `Hold::Bound`: commit, release (drop) or invalidate.
+    Bound {
+        target: AffinityTarget,
+        lease: AffinityLease,
+    },
+    /// An `AffinityLease` from a commit or a join: release or invalidate.
+    Lease(AffinityLease),
+    /// `AcquireStep::Wait`: completion is polled without blocking.
+    Waiter(Pin<Box<OwnedNotified>>),
+    /// A waiter whose notification already arrived.
+    WaiterDone,
+}
+
+/// `SessionAffinity::with_config` in a paused current-thread Tokio runtime.
+#[pyclass(unsendable, module = "impl._native")]
+pub struct RuntimeAffinityTable {
+    // Field order is drop order: handles release into the table before the
+    // table and the runtime go away.
+    handles: BTreeMap<u64, Handle>,
+    table: Option<SessionAffinity>,
+    sink: Arc<RecordingSink>,
+    runtime: Runtime,
+    origin: Instant,
+    now_ns: u64,
+    next_handle: u64,
+}
+
+/// Lets every task that a clock move made ready run before Python regains
+/// control. Bounded: the reaper needs one poll per tick.
+async fn settle() {
+    const YIELDS_MAX: usize = 16;
+    for _ in 0..YIELDS_MAX {
+        tokio::task::yield_now().await;
+    }
+}
+
+impl RuntimeAffinityTable {
+    fn table(&self) -> PyResult<&SessionAffinity> {
+        self.table
+            .as_ref()
+            .ok_or_else(|| HandleError::new_err("the affinity table was dropped"))
+    }
+
+    fn add_handle(&mut self, handle: Handle) -> u64 {
+        let id = self.next_handle;
+        self.next_handle += 1;
+        self.handles.insert(id, handle);
+        id
+    }
+
+    fn take_handle(&mut self, id: u64) -> PyResult<Handle> {
+        self.handles
+            .remove(&id)
+            .ok_or_else(|| HandleError::new_err(format!("handle {id} is unknown or consumed")))
+    }
+
+    fn handle_kind(&self, id: u64) -> PyResult<&'static str> {
+        Ok(match self.handles.get(&id) {
+            None => {
+                return Err(HandleError::new_err(format!(
+                    "handle {id} is unknown or consumed"
+                )));
+            }
+            Some(Handle::Init(_)) => "init",
+            Some(Handle::Bound { .. }) => "bound",
+            Some(Handle::Lease(_)) => "lease",
+            Some(Handle::Waiter(_) | Handle::WaiterDone) => "waiter",
+        })
+    }
+
+    fn wrong_kind(id: u64, kind: &str, wanted: &str) -> PyErr {
+        HandleError::new_err(format!("handle {id} is a {kind} handle, not {wanted}"))
+    }
+}
+
+#[pymethods]
+impl RuntimeAffinityTable {
+    /// `SessionAffinity::with_config(SessionAffinityConfig { ttl, mode, max_entries,
+    /// max_session_id_bytes })`, constructed at clock time 0.
+    #[new]
+    fn new(ttl_ns: u64, soft: bool, max_entries: usize, max_session_id_bytes: usize) -> PyResult<Self> {
+        guard(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .map_err(|error| HandleError::new_err(format!("tokio runtime: {error}")))?;
+            let mode = if soft { SessionAffinityMode::Soft } else { SessionAffinityMode::Hard };
+            let config = SessionAffinityConfig {
+                ttl: Duration::from_nanos(ttl_ns),
+                mode,
+                max_entries,
+                max_session_id_bytes,
+            };
+            let (table, origin) = runtime.block_on(async {
+                let origin = Instant::now();
+                let table = SessionAffinity::with_config(config);
+                // Let the reaper task start so its first sleep is anchored here.
+                settle().await;
+                (table, origin)
+            });
+            let table = table.map_err(to_py_error)?;
+            Ok(Self {
+                handles: BTreeMap::new(),
+                table: Some(table),
+                sink: Arc::new(RecordingSink::default()),
+                runtime,
+                origin,
+                now_ns: 0,
+                next_handle: 1,
+            })
+        })
+    }
+
+    /// The paused clock, in nanoseconds since construction.
+    #[getter]
+    fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    /// Moves the paused Tokio clock to `now_ns`; timers due on the way (the
+    /// reaper's `sleep(min(ttl, 30 s))`) fire at their own instants.
+    fn advance_clock(&mut self, now_ns: u64) -> PyResult<()> {
+        if now_ns < self.now_ns {
+            return Err(InvalidArgument::new_err("affinity clock cannot move backwards"));
+        }
+        if now_ns > CLOCK_NS_MAX {
+            return Err(InvalidArgument::new_err(
+                "affinity clock beyond the binding's supported range",
+            ));
+        }
+        guard(|| {
+            let origin = self.origin;
+            let target = origin + Duration::from_nanos(now_ns);
+            // Tokio timers fire on a 1 ms grid anchored at the runtime's start,
+            // and auto-advance from a point off that grid overshoots by the
+            // offset. So: step (no auto-advance) to the next grid point, sleep to
+            // the last grid point before the target (auto-advance visits every
+            // timer on the way, each at its own instant), then step the
+            // sub-millisecond rest, where no timer can fire.
+            let grid = origin + Duration::from_millis(now_ns / 1_000_000);
+            let reached = self.runtime.block_on(async move {
+                let since = Instant::now().duration_since(origin);
+                let off_grid = since.subsec_nanos() % 1_000_000;
+                if off_grid != 0 {
+                    let next_grid = Instant::now() + Duration::from_nanos(u64::from(1_000_000 - off_grid));
+                    let step_to = next_grid.min(target);
+                    tokio::time::advance(step_to.duration_since(Instant::now())).await;
+                    settle().await;
+                }
+                if grid > Instant::now() {
+                    tokio::time::sleep_until(grid).await;
+                    settle().await;
+                }
+                let rest = target.saturating_duration_since(Instant::now());
+                if !rest.is_zero() {
+                    tokio::time::advance(rest).await;
+                    settle().await;
+                }
+                Instant::now()
+            });
+            if reached != target {
+                return Err(crate::RustPanic::new_err(format!(
+                    "paused clock drifted: at {:?} after moving to {now_ns} ns",
+                    reached.duration_since(origin)
+                )));
+            }
+            self.now_ns = now_ns;
+            Ok(())
+        })
+    }
+
+    /// `SessionAffinity::try_acquire(session_id, requested_target)`. Returns
+    /// ("init", handle, None), ("bound", handle, target) or ("wait", handle, None).
+    #[pyo3(signature = (session_id, requested=None))]
+    fn try_acquire(
+        &mut self,
+        session_id: &str,
+        requested: Option<PyTarget>,
+    ) -> PyResult<(&'static str, u64, Option<PyTarget>)> {
+        guard(|| {
+            let _context = self.runtime.enter();
+            let step = self
+                .table()?
+                .try_acquire(session_id, requested.map(to_target))
+                .map_err(to_py_error)?;
+            Ok(match step {
+                AcquireStep::Held(Hold::Initialize(init)) => {
+                    ("init", self.add_handle(Handle::Init(init)), None)
+                }
+                AcquireStep::Held(Hold::Bound { target, lease }) => {
+                    let id = self.add_handle(Handle::Bound { target, lease });
+                    ("bound", id, Some(from_target(target)))
+                }
+                AcquireStep::Wait(notified) => ("wait", self.add_handle(Handle::Waiter(notified)), None),
+            })
+        })
+    }
+
+    /// `SessionAffinity::join_initializing(session_id, target)`.
+    fn join_initializing(&mut self, session_id: &str, target: PyTarget) -> PyResult<Option<u64>> {
+        guard(|| {
+            let _context = self.runtime.enter();
+            let lease = self.table()?.join_initializing(session_id, to_target(target));
+            Ok(lease.map(|lease| self.add_handle(Handle::Lease(lease))))
+        })
+    }
+
+    /// `SessionAffinity::commit(hold, dispatched)` for an "init" or "bound"
+    /// handle. The handle is consumed whatever the outcome.
+    fn commit(&mut self, handle: u64, dispatched: PyTarget) -> PyResult<u64> {
+        let kind = self.handle_kind(handle)?;
+        if kind != "init" && kind != "bound" {
+            return Err(Self::wrong_kind(handle, kind, "a hold"));
+        }
+        guard(|| {
+            let _context = self.runtime.enter();
+            let table = self.table()?.clone();
+            let hold = match self.take_handle(handle)? {
+                Handle::Init(init) => Hold::Initialize(init),
+                Handle::Bound { target, lease } => Hold::Bound { target, lease },
+                _ => unreachable!("kind checked above"),
+            };
+            let lease = table.commit(hold, to_target(dispatched)).map_err(to_py_error)?;
+            Ok(self.add_handle(Handle::Lease(lease)))
+        })
+    }
+
+    /// Drops an "init" handle: `AffinityInitialization`'s Drop aborts it.
+    fn abort(&mut self, handle: u64) -> PyResult<()> {
+        let kind = self.handle_kind(handle)?;
+        if kind != "init" {
+            return Err(Self::wrong_kind(handle, kind, "an initialization"));
+        }
+        guard(|| {
+            let _context = self.runtime.enter();
+            drop(self.take_handle(handle)?);
+            Ok(())
+        })
+    }
+
+    /// Drops a "bound" or "lease" handle: `AffinityLease`'s Drop releases it.
+    fn release(&mut self, handle: u64) -> PyResult<()> {
+        let kind = self.handle_kind(handle)?;
+        if kind != "bound" && kind != "lease" {
+            return Err(Self::wrong_kind(handle, kind, "a lease"));
+        }
+        guard(|| {
+            let _context = self.runtime.enter();
+            drop(self.take_handle(handle)?);
+            Ok(())
+        })
+    }
+
+    /// `Hold::invalidate` ("bound") or `AffinityLease::invalidate` ("lease"),
+    /// then drops the handle.
+    fn invalidate(&mut self, handle: u64) -> PyResult<()> {
+        let kind = self.handle_kind(handle)?;
+        if kind != "bound" && kind != "lease" {
+            return Err(Self::wrong_kind(handle, kind, "a lease"));
+        }
+        guard(|| {
+            let _context = self.runtime.enter();
+            match self.take_handle(handle)? {
+                Handle::Bound { target, lease } => Hold::Bound { target, lease }.invalidate(),
+                Handle::Lease(mut lease) => lease.invalidate(),
+                _ => unreachable!("kind checked above"),
+            }
+            Ok(())
+        })
+    }
+
+    /// Polls a waiter once without blocking: has its notification arrived?
+    fn waiter_done(&mut self, handle: u64) -> PyResult<bool> {
+        let kind = self.handle_kind(handle)?;
+        if kind != "waiter" {
+            return Err(Self::wrong_kind(handle, kind, "a waiter"));
+        }
+        guard(|| {
+            let _context = self.runtime.enter();
+            let entry = self.handles.get_mut(&handle).expect("kind checked above");
+            if let Handle::Waiter(notified) = entry {
+                let mut context = Context::from_waker(Waker::noop());
+                if let Poll::Ready(()) = notified.as_mut().poll(&mut context) {
+                    *entry = Handle::WaiterDone;
+                }
+            }
+            Ok(matches!(entry, Handle::WaiterDone))
+        })
+    }
+
+    /// Drops a waiter handle (the request stopped waiting).
+    fn forget_waiter(&mut self, handle: u64) -> PyResult<()> {
+        let kind = self.handle_kind(handle)?;
+        if kind != "waiter" {
+            return Err(Self::wrong_kind(handle, kind, "a waiter"));
+        }
+        drop(self.take_handle(handle)?);
+        Ok(())
+    }
+
+    /// `SessionAffinity::query_target(session_id, requested_target)`.
+    #[pyo3(signature = (session_id, requested=None))]
+    fn query_target(&self, session_id: &str, requested: Option<PyTarget>) -> PyResult<Option<PyTarget>> {
+        guard(|| {
+            let _context = self.runtime.enter();
+            let target = self
+                .table()?
+                .query_target(session_id, requested.map(to_target))
+                .map_err(to_py_error)?;
+            Ok(target.map(from_target))
+        })
+    }
+
+    /// `SessionAffinity::apply_replica_update(session_id, target, version)`;
+    /// returns the `ReplicaApplyOutcome` variant's name.
+    fn apply_replica_update(
+        &self,
+        session_id: String,
+        target: PyTarget,
+        version: PyVersion,
+    ) -> PyResult<&'static str> {
+        guard(|| {
+            let _context = self.runtime.enter();
+            let version = AffinityVersion { sequence: version.0, writer_id: version.1 };
+            let outcome = self.table()?.apply_replica_update(session_id, to_target(target), version);
+            Ok(match outcome {
+                ReplicaApplyOutcome::Inserted => "Inserted",
+                ReplicaApplyOutcome::Refreshed => "Refreshed",
+                ReplicaApplyOutcome::ReplacedExpired => "ReplacedExpired",
+                ReplicaApplyOutcome::ReplacedNewer => "ReplacedNewer",
+                ReplicaApplyOutcome::IgnoredInitializing => "IgnoredInitializing",
+                ReplicaApplyOutcome::IgnoredConflict => "IgnoredConflict",
+                ReplicaApplyOutcome::RejectedSessionId => "RejectedSessionId",
+                ReplicaApplyOutcome::RejectedCapacity => "RejectedCapacity",
+            })
+        })
+    }
+
+    /// `SessionAffinity::observe_replica_sequence(sequence)`.
+    fn observe_replica_sequence(&self, sequence: u64) -> PyResult<()> {
+        guard(|| {
+            self.table()?.observe_replica_sequence(sequence);
+            Ok(())
+        })
+    }
+
+    /// `SessionAffinity::enable_replication(writer_id, recording sink)`.
+    fn enable_replication(&self, writer_id: u64) -> PyResult<bool> {
+        guard(|| {
+            let sink: Arc<dyn AffinityReplicaSink> = self.sink.clone();
+            Ok(self.table()?.enable_replication(writer_id, sink))
+        })
+    }
+
+    /// Everything the sink received since the last drain, in order.
+    fn drain_published(&self) -> Vec<Published> {
+        std::mem::take(&mut *self.sink.published.lock().expect("sink poisoned"))
+    }
+
+    /// `SessionAffinity::ttl()` in nanoseconds.
+    fn ttl_ns(&self) -> PyResult<u64> {
+        Ok(u64::try_from(self.table()?.ttl().as_nanos()).unwrap_or(u64::MAX))
+    }
+
+    /// `SessionAffinity::mode()` as "hard" or "soft".
+    fn mode(&self) -> PyResult<&'static str> {
+        Ok(match self.table()?.mode() {
+            SessionAffinityMode::Hard => "hard",
+            SessionAffinityMode::Soft => "soft",
+        })
+    }
+
+    /// `SessionAffinity::entry_count()` (feature `testing`).
+    fn entry_count(&self) -> PyResult<usize> {
+        Ok(self.table()?.entry_count())
+    }
+
+    /// `SessionAffinity::lease_count(session_id)` (feature `testing`).
+    fn lease_count(&self, session_id: &str) -> PyResult<Option<usize>> {
+        Ok(self.table()?.lease_count(session_id))
+    }
+
+    /// `SessionAffinity::next_version()` (feature `testing`; consumes a sequence).
+    fn next_version(&self) -> PyResult<PyVersion> {
+        let version = self.table()?.next_version();
+        Ok((version.sequence, version.writer_id))
+    }
+
+    /// `SessionAffinity::expire_for_test(session_id)` (feature `testing`); the
+    /// crate panics unless the entry is bound with no active lease.
+    fn expire_for_test(&self, session_id: &str) -> PyResult<()> {
+        guard(|| {
+            let _context = self.runtime.enter();
+            self.table()?.expire_for_test(session_id);
+            Ok(())
+        })
+    }
+
+    /// Drops the binding's last `SessionAffinity` clone: outstanding handles keep
+    /// only weak references, so later commits see `AffinityError::Dropped`.
+    fn drop_table(&mut self) -> PyResult<()> {
+        guard(|| {
+            let _context = self.runtime.enter();
+            self.table = None;
+            Ok(())
+        })
+    }
+
+    /// Handle numbers still live, with their kinds (for state comparison).
+    fn live_handles(&self) -> Vec<(u64, &'static str)> {
+        self.handles
+            .iter()
+            .map(|(id, handle)| {
+                let kind = match handle {
+                    Handle::Init(_) => "init",
+                    Handle::Bound { .. } => "bound",
+                    Handle::Lease(_) => "lease",
+                    Handle::Waiter(_) | Handle::WaiterDone => "waiter",
+                };
+                (*id, kind)
+            })
+            .collect()
+    }
+}
+
+pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_class::<RuntimeAffinityTable>()?;
+    module.add("CLOCK_NS_MAX", CLOCK_NS_MAX)?;
+    Ok(())
+}

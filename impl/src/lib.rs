@@ -1,0 +1,67 @@
+//! Private extension `impl._native`: a thin PyO3 binding over the pinned
+//! `dynamo-kv-router` crate. It converts types and forwards calls; it holds no
+//! logic of its own beyond handle bookkeeping (Python cannot own Rust values
+//! that the crate consumes by move) and the paused Tokio clock that drives the
+//! runtime-clock table deterministically.
+//!
+//! Only `impl/adapter.py` imports this module.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+
+mod affinity;
+mod queue;
+
+create_exception!(_native, AffinityError, PyException, "Base of the crate's AffinityError.");
+create_exception!(_native, InvalidArgument, AffinityError, "AffinityError::InvalidArgument.");
+create_exception!(_native, ResourceExhausted, AffinityError, "AffinityError::ResourceExhausted.");
+create_exception!(_native, Dropped, AffinityError, "AffinityError::Dropped.");
+create_exception!(_native, HandleError, PyException, "A handle was unknown or already consumed.");
+create_exception!(_native, RustPanic, PyException, "The crate panicked; the table may be unusable.");
+create_exception!(_native, PolicyConfigError, PyException, "RouterPolicyConfigError (parse or validation).");
+create_exception!(_native, QueueUsageError, PyException, "A queue call the crate would panic on.");
+
+/// Runs `body`, turning a Rust panic into a `RustPanic` Python exception so the
+/// interpreter survives.
+pub(crate) fn guard<R>(body: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "non-string panic payload".to_string());
+            Err(RustPanic::new_err(format!("crate panicked: {message}")))
+        }
+    }
+}
+
+/// Version string of the `dynamo-kv-router` crate this extension was built
+/// against (read from Cargo.lock by the build script).
+const CRATE_VERSION: &str = env!("DYNAMO_KV_ROUTER_VERSION");
+
+/// Source of the crate: "registry" for crates.io, "path" for a local tree.
+const CRATE_SOURCE: &str = env!("DYNAMO_KV_ROUTER_SOURCE");
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("AffinityError", py.get_type::<AffinityError>())?;
+    m.add("InvalidArgument", py.get_type::<InvalidArgument>())?;
+    m.add("ResourceExhausted", py.get_type::<ResourceExhausted>())?;
+    m.add("Dropped", py.get_type::<Dropped>())?;
+    m.add("HandleError", py.get_type::<HandleError>())?;
+    m.add("RustPanic", py.get_type::<RustPanic>())?;
+    m.add("PolicyConfigError", py.get_type::<PolicyConfigError>())?;
+    m.add("QueueUsageError", py.get_type::<QueueUsageError>())?;
+    m.add("CRATE_VERSION", CRATE_VERSION)?;
+    m.add("CRATE_SOURCE", CRATE_SOURCE)?;
+    m.add("HAS_MANUAL_CLOCK", cfg!(feature = "manual-clock"))?;
+    affinity::register(m)?;
+    queue::register(m)?;
+    Ok(())
+}
