@@ -286,15 +286,27 @@ impl RuntimeAffinityTable {
         if kind != "init" && kind != "bound" {
             return Err(Self::wrong_kind(handle, kind, "a hold"));
         }
+        if kind == "bound" {
+            // `SessionAffinity::commit` needs the table; without it, refuse
+            // before consuming anything.
+            self.table()?;
+        }
         guard(|| {
             let _context = self.runtime.enter();
-            let table = self.table()?.clone();
-            let hold = match self.take_handle(handle)? {
-                Handle::Init(init) => Hold::Initialize(init),
-                Handle::Bound { target, lease } => Hold::Bound { target, lease },
-                _ => unreachable!("kind checked above"),
-            };
-            let lease = table.commit(hold, to_target(dispatched)).map_err(to_py_error)?;
+            let table = self.table.clone();
+            let lease = match (self.take_handle(handle)?, table) {
+                // With the table dropped only the initialization's own
+                // `AffinityInitialization::commit` can run (and reports Dropped).
+                (Handle::Init(init), None) => init.commit(to_target(dispatched)),
+                (Handle::Init(init), Some(table)) => {
+                    table.commit(Hold::Initialize(init), to_target(dispatched))
+                }
+                (Handle::Bound { target, lease }, Some(table)) => {
+                    table.commit(Hold::Bound { target, lease }, to_target(dispatched))
+                }
+                _ => unreachable!("kind and table checked above"),
+            }
+            .map_err(to_py_error)?;
             Ok(self.add_handle(Handle::Lease(lease)))
         })
     }

@@ -1,0 +1,1 @@
+"""Entry points for CI and developers: profiles, gate, replay, exploration."""

@@ -1,0 +1,26 @@
+"""Suite-wide pytest options: which system under test the machines drive."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from stateful.harness import SUT_ENV, SUT_NAMES
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """`--sut=native|model` chooses the system under test in one place."""
+    parser.addoption(
+        "--sut",
+        choices=SUT_NAMES,
+        default=None,
+        help="system under test for the machines (default: native)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Export the choice for the machines (and xdist workers)."""
+    choice = config.getoption("--sut")
+    if choice is not None:
+        os.environ[SUT_ENV] = choice

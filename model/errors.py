@@ -1,0 +1,69 @@
+"""Errors shared by the reference model and the adapter.
+
+The crate's `AffinityError` has three variants; both systems under test raise the
+matching subclass so that a step's outcome compares by value. `HandleError` is
+the suite's own: a handle was unknown or already consumed (the crate makes that
+impossible by moving values; Python cannot, so both sides refuse it alike).
+"""
+
+from __future__ import annotations
+
+
+class AffinityError(Exception):
+    """`AffinityError` of the crate; `kind` names the variant."""
+
+    kind = "AffinityError"
+
+
+class InvalidArgumentError(AffinityError):
+    """`AffinityError::InvalidArgument`."""
+
+    kind = "InvalidArgument"
+
+
+class ResourceExhaustedError(AffinityError):
+    """`AffinityError::ResourceExhausted`."""
+
+    kind = "ResourceExhausted"
+
+
+class DroppedError(AffinityError):
+    """`AffinityError::Dropped`: the table is gone."""
+
+    kind = "Dropped"
+
+
+class HandleError(Exception):
+    """A handle was unknown, already consumed, or of the wrong kind."""
+
+    kind = "HandleError"
+
+
+class RustPanicError(Exception):
+    """The crate panicked; the binding turned the panic into this exception."""
+
+    kind = "RustPanic"
+
+
+class UnsupportedError(Exception):
+    """The pinned crate does not offer this operation (see the README table)."""
+
+    kind = "Unsupported"
+
+
+class PolicyConfigError(Exception):
+    """A policy YAML document was rejected (`RouterPolicyConfigError`)."""
+
+    kind = "PolicyConfigError"
+
+    def __init__(self, stage: str, message: str) -> None:
+        """Record whether parsing or validation rejected the document."""
+        super().__init__(f"{stage}: {message}")
+        self.stage = stage
+        self.message = message
+
+
+class QueueUsageError(Exception):
+    """A queue call the crate would panic on (e.g. an out-of-range class)."""
+
+    kind = "QueueUsageError"

@@ -1,0 +1,22 @@
+"""The invariant catalogue: named predicates over model states and steps.
+
+Importing this package registers every property. `python -m properties`
+prints the catalogue; `--markdown` prints the auditors' Markdown.
+"""
+
+from properties import conservation, coverage, lease, replica, ttl
+from properties.registry import Property, Step, get, properties, reached, violated
+
+__all__ = [
+    "Property",
+    "Step",
+    "conservation",
+    "coverage",
+    "get",
+    "lease",
+    "properties",
+    "reached",
+    "replica",
+    "ttl",
+    "violated",
+]

@@ -1,0 +1,1 @@
+"""Hypothesis state machines: the model and a system under test in lockstep."""

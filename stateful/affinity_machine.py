@@ -1,0 +1,374 @@
+"""The differential affinity machine: Hypothesis drives the model and the crate.
+
+Every rule builds one operation, applies it to both sides through
+`AffinityHarness.step`, and asserts: same outcome, same observable state, no
+violated property. Preconditions and drawn keys depend on the model only.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from hypothesis import event, note
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+)
+
+from model.affinity import (
+    CLOCK_NS_MAX,
+    Binding,
+    InitHandle,
+    LeaseHandle,
+    WaiterHandle,
+    reaper_period_ns,
+)
+from model.ops import (
+    Abort,
+    Acquire,
+    Advance,
+    ApplyReplica,
+    Commit,
+    DropTable,
+    EnableReplication,
+    Invalidate,
+    Join,
+    NextVersion,
+    ObserveSequence,
+    Op,
+    PollWaiter,
+    Query,
+    Release,
+)
+from model.types import (
+    MILLISECOND_NS,
+    SECOND_NS,
+    AffinityConfig,
+    Bound,
+    Initialize,
+    Mode,
+    Target,
+    Version,
+)
+from stateful.harness import AffinityHarness, StepReport, SutFactory, default_factory
+
+SESSION_POOL = ("a", "b", "c", "ßß", "ßßß", "x" * 300)
+"""Ids by UTF-8 size: 1, 1, 1, 4 (2 chars), 6 (3 chars) and 300 bytes."""
+
+TTL_NS_CHOICES = (
+    SECOND_NS,
+    SECOND_NS + 1,  # the reaper's period rounds up onto Tokio's 1 ms grid
+    3 * SECOND_NS // 2,
+    10 * SECOND_NS,
+    60 * SECOND_NS,  # reaper period 30 s, half the TTL
+)
+ENTRIES_CHOICES = (0, 1, 2, 3, 6)
+ID_BYTES_CHOICES = (4, 256)
+WORKERS = (1, 2)
+RANKS = (None, 0, 1)
+WRITERS = (0, 1, 2)
+STEPS_BEFORE_DROP_MIN = 40
+
+targets = st.builds(Target, st.sampled_from(WORKERS), st.sampled_from(RANKS))
+pins = st.none() | targets
+sessions = st.sampled_from(SESSION_POOL)
+
+
+def configs(reaping: str = "runtime_reaper") -> st.SearchStrategy[AffinityConfig]:
+    """Table configurations worth exploring: small TTLs and capacities."""
+    return st.builds(
+        AffinityConfig,
+        ttl_ns=st.sampled_from(TTL_NS_CHOICES),
+        mode=st.sampled_from(Mode),
+        max_entries=st.sampled_from(ENTRIES_CHOICES),
+        max_session_id_bytes=st.sampled_from(ID_BYTES_CHOICES),
+        reaping=st.just(reaping),
+    )
+
+
+class AffinityMachine(RuleBasedStateMachine):
+    """Model vs system under test, step by step."""
+
+    factory: ClassVar[SutFactory | None] = None
+    goals_reached: ClassVar[set[str]] = set()
+    steps_run: ClassVar[int] = 0
+    rules_run: ClassVar[set[str]] = set()
+
+    def __init__(self) -> None:
+        """Nothing exists until `build` draws a configuration."""
+        super().__init__()
+        self.harness: AffinityHarness | None = None
+
+    # ---- the shared step ---------------------------------------------------
+
+    def _run(self, rule_name: str, op: Op) -> StepReport:
+        harness = self._harness()
+        report = harness.step(op)
+        type(self).steps_run += 1
+        type(self).rules_run.add(rule_name)
+        for goal in report.reached:
+            if goal not in type(self).goals_reached:
+                type(self).goals_reached.add(goal)
+            event(f"reached {goal}")
+        note(f"step {report.index}: {op} -> {report.expected}")
+        assert report.expected == report.actual, report.first_difference()
+        assert report.model_view == report.sut_view, report.first_difference()
+        assert not report.violations, report.first_difference()
+        return report
+
+    def _harness(self) -> AffinityHarness:
+        assert self.harness is not None
+        return self.harness
+
+    # ---- guards (model only) -----------------------------------------------
+
+    def _handles(self, *kinds: type) -> list[int]:
+        state = self._harness().model.state()
+        return [number for number, handle in state.handles if isinstance(handle, kinds)]
+
+    def has_holds(self) -> bool:
+        """Some initialization or bound hold is live."""
+        return bool(self._holds())
+
+    def _holds(self) -> list[int]:
+        state = self._harness().model.state()
+        return [
+            number
+            for number, handle in state.handles
+            if isinstance(handle, InitHandle)
+            or (isinstance(handle, LeaseHandle) and handle.hold_target is not None)
+        ]
+
+    def has_initializations(self) -> bool:
+        """Some initialization is live."""
+        return bool(self._handles(InitHandle))
+
+    def has_leases(self) -> bool:
+        """Some bound hold or lease is live."""
+        return bool(self._handles(LeaseHandle))
+
+    def has_waiters(self) -> bool:
+        """Some waiter is live."""
+        return bool(self._handles(WaiterHandle))
+
+    def has_consumed_handles(self) -> bool:
+        """Some handle number was handed out and is gone now."""
+        state = self._harness().model.state()
+        return state.next_handle - 1 > len(state.handles)
+
+    def may_drop(self) -> bool:
+        """Late in a program, the table may be dropped once."""
+        harness = self._harness()
+        return harness.steps >= STEPS_BEFORE_DROP_MIN and not harness.model.state().dropped
+
+    # ---- rules -------------------------------------------------------------
+
+    @initialize(config=configs())
+    def build(self, config: AffinityConfig) -> None:
+        """Build the model and the system under test with the same configuration."""
+        factory = type(self).factory or default_factory()
+        self.harness = AffinityHarness(
+            config=config, session_pool=SESSION_POOL, factory=factory
+        )
+        note(f"config: {config}")
+
+    @rule(session_id=sessions, requested=pins)
+    def acquire(self, session_id: str, requested: Target | None) -> None:
+        """Acquiring gives the same step (initialize, bound, wait or error)."""
+        self._run("acquire", Acquire(session_id, requested))
+
+    @rule(session_id=sessions, bind_to=targets)
+    def join(self, session_id: str, bind_to: Target) -> None:
+        """Joining an initialization gives the same lease or none."""
+        self._run("join", Join(session_id, bind_to))
+
+    @precondition(has_holds)
+    @rule(data=st.data(), dispatched=targets)
+    def commit(self, data: st.DataObject, dispatched: Target) -> None:
+        """Committing a hold to a dispatched target gives the same lease or error."""
+        handle = data.draw(st.sampled_from(self._holds()), label="hold")
+        self._run("commit", Commit(handle, dispatched))
+
+    @precondition(has_holds)
+    @rule(data=st.data())
+    def commit_where_bound(self, data: st.DataObject) -> None:
+        """Committing a hold where it is bound (the common path) agrees."""
+        handle = data.draw(st.sampled_from(self._holds()), label="hold")
+        held = self._harness().model.handle(handle)
+        state = self._harness().model.state()
+        target = Target(1, None)
+        if isinstance(held, LeaseHandle) and held.hold_target is not None:
+            target = held.hold_target
+        elif isinstance(held, InitHandle):
+            entry = state.entry(held.session_id)
+            if isinstance(entry, Binding):
+                target = entry.target
+            elif held.requested is not None:
+                target = held.requested
+        self._run("commit_where_bound", Commit(handle, target))
+
+    @rule(session_id=sessions, dispatched=targets, then=st.sampled_from(("keep", "release")))
+    def request_turn(self, session_id: str, dispatched: Target, then: str) -> None:
+        """A whole turn (acquire, commit, maybe release) agrees step by step."""
+        report = self._run("request_turn", Acquire(session_id, None))
+        step = report.expected.value
+        if isinstance(step, Initialize | Bound):
+            commit = self._run("request_turn", Commit(step.handle, dispatched))
+            lease = commit.expected.value
+            if then == "release" and isinstance(lease, int):
+                self._run("request_turn", Release(lease))
+
+    @rule(
+        session_id=sessions,
+        bind_to=targets,
+        dispatched=targets,
+        initializer=st.sampled_from(("commit", "abort")),
+    )
+    def racing_requests(
+        self, session_id: str, bind_to: Target, dispatched: Target, initializer: str
+    ) -> None:
+        """A request joins another's initialization, which then commits or aborts."""
+        report = self._run("racing_requests", Acquire(session_id, None))
+        step = report.expected.value
+        if not isinstance(step, Initialize):
+            return
+        self._run("racing_requests", Join(session_id, bind_to))
+        if initializer == "commit":
+            self._run("racing_requests", Commit(step.handle, dispatched))
+        else:
+            self._run("racing_requests", Abort(step.handle))
+
+    @precondition(has_initializations)
+    @rule(data=st.data())
+    def abort(self, data: st.DataObject) -> None:
+        """Dropping an initialization frees its slot (or reserved use) alike."""
+        handle = data.draw(st.sampled_from(self._handles(InitHandle)), label="init")
+        self._run("abort", Abort(handle))
+
+    @precondition(has_leases)
+    @rule(data=st.data())
+    def release(self, data: st.DataObject) -> None:
+        """Releasing a lease restarts the idle TTL alike."""
+        handle = data.draw(st.sampled_from(self._handles(LeaseHandle)), label="lease")
+        self._run("release", Release(handle))
+
+    @precondition(has_leases)
+    @rule(data=st.data())
+    def invalidate(self, data: st.DataObject) -> None:
+        """Invalidating a lease removes (or releases) alike."""
+        handle = data.draw(st.sampled_from(self._handles(LeaseHandle)), label="lease")
+        self._run("invalidate", Invalidate(handle))
+
+    @precondition(has_waiters)
+    @rule(data=st.data())
+    def poll_waiter(self, data: st.DataObject) -> None:
+        """A waiter is woken at the same step on both sides."""
+        waiter = data.draw(st.sampled_from(self._handles(WaiterHandle)), label="waiter")
+        self._run("poll_waiter", PollWaiter(waiter))
+
+    @precondition(has_consumed_handles)
+    @rule(data=st.data(), use=st.sampled_from(("commit", "abort", "release")))
+    def reuse_consumed_handle(self, data: st.DataObject, use: str) -> None:
+        """Reusing a consumed handle is a clear error on both sides, changing nothing."""
+        state = self._harness().model.state()
+        live = {number for number, _ in state.handles}
+        consumed = [n for n in range(1, state.next_handle) if n not in live]
+        handle = data.draw(st.sampled_from(consumed), label="consumed")
+        op: Op = {
+            "commit": Commit(handle, Target(1, None)),
+            "abort": Abort(handle),
+            "release": Release(handle),
+        }[use]
+        self._run("reuse_consumed_handle", op)
+
+    @rule(session_id=sessions, requested=pins)
+    def query(self, session_id: str, requested: Target | None) -> None:
+        """Querying gives the same target, none, or error."""
+        self._run("query", Query(session_id, requested))
+
+    @rule(data=st.data())
+    def advance(self, data: st.DataObject) -> None:
+        """Moving the clock (onto and around deadlines and reaper ticks) agrees."""
+        now_ns = data.draw(st.sampled_from(self._clock_targets()), label="now_ns")
+        self._run("advance", Advance(now_ns))
+
+    def _clock_targets(self) -> list[int]:
+        state = self._harness().model.state()
+        now_ns, ttl_ns = state.now_ns, state.config.ttl_ns
+        period_ns = reaper_period_ns(ttl_ns)
+        next_tick_ns = (now_ns // period_ns + 1) * period_ns
+        candidates = {
+            now_ns,
+            now_ns + 1,
+            now_ns + MILLISECOND_NS - 1,
+            now_ns + MILLISECOND_NS,
+            now_ns + ttl_ns,
+            now_ns + 3 * ttl_ns,
+            next_tick_ns - 1,
+            next_tick_ns,
+            next_tick_ns + 1,
+            now_ns - 1,  # backwards
+            CLOCK_NS_MAX + 1,  # beyond the supported range
+            2**64,  # overflows the binding's u64
+        }
+        for _, entry in state.entries:
+            if isinstance(entry, Binding):
+                candidates |= {
+                    entry.deadline_ns - 1,
+                    entry.deadline_ns,
+                    entry.deadline_ns + 1,
+                }
+        return sorted(c for c in candidates if c >= 0)
+
+    @rule(data=st.data(), session_id=sessions, bind_to=targets)
+    def apply_replica(
+        self, data: st.DataObject, session_id: str, bind_to: Target
+    ) -> None:
+        """A replica update (older, equal, newer, conflicting) gives the same outcome."""
+        version = data.draw(st.sampled_from(self._versions(session_id)), label="version")
+        self._run("apply_replica", ApplyReplica(session_id, bind_to, version))
+
+    def _versions(self, session_id: str) -> list[Version]:
+        state = self._harness().model.state()
+        entry = state.entry(session_id)
+        base = entry.version if isinstance(entry, Binding) else Version(1, 0)
+        sequences = {0, 1, base.sequence - 1, base.sequence, base.sequence + 1}
+        sequences.add(state.next_sequence + 5)
+        return sorted(
+            Version(sequence, writer)
+            for sequence in sequences
+            if sequence >= 0
+            for writer in {*WRITERS, base.writer}
+        )
+
+    @rule(delta=st.sampled_from((-1, 0, 1, 10)))
+    def observe_sequence(self, delta: int) -> None:
+        """Observing a replica sequence moves local versions alike."""
+        sequence = max(0, self._harness().model.state().next_sequence + delta)
+        self._run("observe_sequence", ObserveSequence(sequence))
+
+    @rule(writer_id=st.sampled_from(WRITERS))
+    def enable_replication(self, writer_id: int) -> None:
+        """Installing the sink works once, alike."""
+        self._run("enable_replication", EnableReplication(writer_id))
+
+    @rule()
+    def next_version(self) -> None:
+        """The test hook's next version agrees (it consumes a sequence)."""
+        self._run("next_version", NextVersion())
+
+    @precondition(may_drop)
+    @rule()
+    def drop_table(self) -> None:
+        """Dropping the table leaves outstanding handles harmless, alike."""
+        self._run("drop_table", DropTable())
+
+    @invariant()
+    def clocks_agree(self) -> None:
+        """Both clocks read the same time."""
+        if self.harness is not None:
+            assert self.harness.model.now_ns == self.harness.sut.now_ns

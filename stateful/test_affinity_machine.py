@@ -1,0 +1,29 @@
+"""The affinity machine against the crate, and its coverage goals."""
+
+from __future__ import annotations
+
+from hypothesis.stateful import run_state_machine_as_test
+
+from properties import properties
+from stateful.affinity_machine import AffinityMachine
+
+RULES = sorted(
+    name
+    for name in dir(AffinityMachine)
+    if hasattr(getattr(AffinityMachine, name), "hypothesis_stateful_rule")
+)
+
+
+def test_the_crate_agrees_with_the_model_and_every_goal_is_reached() -> None:
+    """Every step agrees, every rule runs, and every coverage goal is reached."""
+    AffinityMachine.goals_reached.clear()
+    AffinityMachine.rules_run.clear()
+    AffinityMachine.steps_run = 0
+
+    run_state_machine_as_test(AffinityMachine)
+
+    print(f"steps: {AffinityMachine.steps_run}")
+    goals = {p.name for p in properties(subject="affinity", kind="sometimes")}
+    assert set() == goals - AffinityMachine.goals_reached
+    assert set() == set(RULES) - AffinityMachine.rules_run
+    assert AffinityMachine.steps_run >= 1_000
