@@ -74,3 +74,18 @@ def selected_profile() -> str:
 
 
 settings.load_profile(selected_profile())
+
+CANARY_SETTINGS = settings(
+    max_examples=300,
+    stateful_step_count=STEPS_PER_PROGRAM["ci"],
+    derandomize=True,
+    database=None,
+    deadline=None,
+    report_multiple_bugs=False,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate),
+    suppress_health_check=_SUPPRESSED,
+)
+"""For canary tests: a fixed budget in which each broken system must fail.
+
+No shrinking: detection is the claim here; shrink quality has its own test.
+"""

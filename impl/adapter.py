@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Final, TypeVar
+from typing import Final
 
 from impl import _native
 from model.errors import (
@@ -51,8 +51,6 @@ SEQUENCE_OFFSET: Final[int] = 2**62
 SEQUENCE_MODEL_MAX: Final[int] = 2**64 - 1 - SEQUENCE_OFFSET
 """The largest model-side sequence that maps onto a crate `u64`."""
 
-_T = TypeVar("_T")
-
 _ERRORS: Final[tuple[tuple[type[BaseException], Callable[[str], Exception]], ...]] = (
     (_native.InvalidArgument, InvalidArgumentError),
     (_native.ResourceExhausted, ResourceExhaustedError),
@@ -78,7 +76,9 @@ def _translated() -> Iterator[None]:
                 raise ours(str(error)) from error
         raise
     except OverflowError as error:
-        raise InvalidArgumentError(f"value out of the crate's range: {error}") from error
+        raise InvalidArgumentError(
+            f"value out of the crate's range: {error}"
+        ) from error
 
 
 def _target_out(target: Target) -> tuple[int, int | None]:

@@ -163,7 +163,9 @@ def group_affinity_id(parent_session_id: str) -> str:
     return GROUP_ID_PREFIX + digest
 
 
-def check_bound_target(session_id: str, bound: Target, requested: Target | None) -> None:
+def check_bound_target(
+    session_id: str, bound: Target, requested: Target | None
+) -> None:
     """An explicit pin must agree with the binding: same worker, no new rank."""
     if requested is None:
         return
@@ -199,8 +201,7 @@ def check_dispatch_target(session_id: str, bound: Target, dispatched: Target) ->
             "but dispatch did not select a DP rank"
         )
     raise InvalidArgumentError(
-        f"session {session_id} is bound to DP rank {bound.rank}, "
-        f"not {dispatched.rank}"
+        f"session {session_id} is bound to DP rank {bound.rank}, not {dispatched.rank}"
     )
 
 
@@ -421,7 +422,9 @@ class ModelAffinity:
         self._publish(session_id, dispatched, version)
         return self._add(LeaseHandle(session_id, init.revision, version, None))
 
-    def _commit_bound(self, lease: LeaseHandle, target: Target, dispatched: Target) -> int:
+    def _commit_bound(
+        self, lease: LeaseHandle, target: Target, dispatched: Target
+    ) -> int:
         session_id = lease.session_id
         if self._config.mode is Mode.SOFT:
             moved_to = rebound_target(target, dispatched)
@@ -552,14 +555,18 @@ class ModelAffinity:
             if len(self._entries) >= self._config.max_entries:
                 return ReplicaOutcome.REJECTED_CAPACITY
             revision = self._take_revision()
-            self._entries[session_id] = Binding(target, revision, version, 0, deadline_ns)
+            self._entries[session_id] = Binding(
+                target, revision, version, 0, deadline_ns
+            )
             return ReplicaOutcome.INSERTED
         if isinstance(entry, Initializing):
             return ReplicaOutcome.IGNORED_INITIALIZING
         if self._expired(entry):
             # Versions are not compared: any update revives an expired binding.
             revision = self._take_revision()
-            self._entries[session_id] = Binding(target, revision, version, 0, deadline_ns)
+            self._entries[session_id] = Binding(
+                target, revision, version, 0, deadline_ns
+            )
             return ReplicaOutcome.REPLACED_EXPIRED
         if entry.target == target and version >= entry.version:
             self._entries[session_id] = replace(

@@ -66,7 +66,7 @@ class AffinityApi(Protocol):
         ...
 
     def waiter_done(self, waiter: int) -> bool:
-        """Has this `Wait` been notified (commit, abort or join)?"""
+        """Report whether this `Wait` was notified (commit, abort or join)."""
         ...
 
     def query_target(self, session_id: str, requested: Target | None) -> Target | None:

@@ -178,11 +178,12 @@ class Outcome:
         return self.error is None
 
 
-def call(api: AffinityApi, op: Op) -> Value:
+def call(api: AffinityApi, op: Op) -> Value:  # noqa: C901 - one case per operation
     """Dispatch `op` to the matching `AffinityApi` method."""
     match op:
         case Advance(now_ns):
-            return api.advance_clock(now_ns)
+            api.advance_clock(now_ns)
+            return None
         case Acquire(session_id, requested):
             return api.try_acquire(session_id, requested)
         case Join(session_id, target):
@@ -190,11 +191,14 @@ def call(api: AffinityApi, op: Op) -> Value:
         case Commit(handle, dispatched):
             return api.commit(handle, dispatched)
         case Abort(handle):
-            return api.abort(handle)
+            api.abort(handle)
+            return None
         case Release(handle):
-            return api.release(handle)
+            api.release(handle)
+            return None
         case Invalidate(handle):
-            return api.invalidate(handle)
+            api.invalidate(handle)
+            return None
         case PollWaiter(waiter):
             return api.waiter_done(waiter)
         case Query(session_id, requested):
@@ -202,13 +206,15 @@ def call(api: AffinityApi, op: Op) -> Value:
         case ApplyReplica(session_id, target, version):
             return api.apply_replica_update(session_id, target, version)
         case ObserveSequence(sequence):
-            return api.observe_replica_sequence(sequence)
+            api.observe_replica_sequence(sequence)
+            return None
         case EnableReplication(writer_id):
             return api.enable_replication(writer_id)
         case NextVersion():
             return api.next_version()
         case DropTable():
-            return api.drop_table()
+            api.drop_table()
+            return None
 
 
 def outcome_of(api: AffinityApi, op: Op) -> Outcome:

@@ -38,7 +38,7 @@ def a_new_session_is_refused_exactly_at_capacity(step: Step) -> bool:
         return True
     full = len(step.before.entries) >= step.before.config.max_entries
     refused = step.outcome.error == "ResourceExhausted"
-    return full == refused
+    return bool(full == refused)
 
 
 @register("affinity", "always", "step", spec="D8")
@@ -53,7 +53,7 @@ def an_oversized_session_id_is_rejected(step: Step) -> bool:
         rejected = step.outcome.value == ReplicaOutcome.REJECTED_SESSION_ID
     else:
         rejected = step.outcome.error == "InvalidArgument"
-    return rejected and step.before == step.after
+    return bool(rejected and step.before == step.after)
 
 
 @register("affinity", "always", "step", spec="D8")
@@ -74,7 +74,7 @@ def local_sequences_never_decrease(step: Step) -> bool:
 
 @register("affinity", "always", "step", spec="D9")
 def an_observed_sequence_is_overtaken(step: Step) -> bool:
-    """After observing sequence s (directly or by a replica), local sequences exceed s."""
+    """After observing sequence s (directly or by replica), local sequences exceed s."""
     if isinstance(step.op, ObserveSequence):
         sequence = step.op.sequence
     elif (

@@ -84,37 +84,37 @@ def the_clock_stopped_one_nanosecond_before_a_deadline(step: Step) -> bool:
 @register("affinity", "sometimes", "step", spec="B.13")
 def a_replica_update_replaced_an_expired_binding(step: Step) -> bool:
     """A replica update revived a session whose binding had expired."""
-    return step.outcome.value == ReplicaOutcome.REPLACED_EXPIRED
+    return bool(step.outcome.value == ReplicaOutcome.REPLACED_EXPIRED)
 
 
 @register("affinity", "sometimes", "step", spec="B.13")
 def a_replica_update_replaced_a_live_binding(step: Step) -> bool:
     """A newer replica version moved a live binding to another target."""
-    return step.outcome.value == ReplicaOutcome.REPLACED_NEWER
+    return bool(step.outcome.value == ReplicaOutcome.REPLACED_NEWER)
 
 
 @register("affinity", "sometimes", "step", spec="B.13")
 def a_replica_update_was_ignored_as_a_conflict(step: Step) -> bool:
     """A replica update lost to the live binding's version."""
-    return step.outcome.value == ReplicaOutcome.IGNORED_CONFLICT
+    return bool(step.outcome.value == ReplicaOutcome.IGNORED_CONFLICT)
 
 
 @register("affinity", "sometimes", "step", spec="B.13")
 def a_replica_update_refreshed_a_binding(step: Step) -> bool:
     """A replica update refreshed a live binding's deadline."""
-    return step.outcome.value == ReplicaOutcome.REFRESHED
+    return bool(step.outcome.value == ReplicaOutcome.REFRESHED)
 
 
 @register("affinity", "sometimes", "step", spec="B.13")
 def a_replica_update_met_an_initialization(step: Step) -> bool:
     """A replica update arrived while the session was initializing."""
-    return step.outcome.value == ReplicaOutcome.IGNORED_INITIALIZING
+    return bool(step.outcome.value == ReplicaOutcome.IGNORED_INITIALIZING)
 
 
 @register("affinity", "sometimes", "step", spec="B.13")
 def a_replica_update_was_refused_for_capacity(step: Step) -> bool:
     """A replica insert was refused because the table was full."""
-    return step.outcome.value == ReplicaOutcome.REJECTED_CAPACITY
+    return bool(step.outcome.value == ReplicaOutcome.REJECTED_CAPACITY)
 
 
 @register("affinity", "sometimes", "step", spec="B.5")
@@ -196,6 +196,5 @@ def an_oversized_id_was_refused(step: Step) -> bool:
     """An id over the byte limit was refused."""
     return (
         isinstance(step.op, Acquire | ApplyReplica)
-        and len(step.op.session_id.encode())
-        > step.before.config.max_session_id_bytes
+        and len(step.op.session_id.encode()) > step.before.config.max_session_id_bytes
     )

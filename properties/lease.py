@@ -17,7 +17,7 @@ from properties.registry import Step, register
 
 @register("affinity", "always", "state", spec="D2")
 def every_active_lease_is_held_by_someone(state: AffinityState) -> bool:
-    """A binding's lease count equals its live leases plus a joined initializer's use."""
+    """A binding's lease count is its live leases plus a joined initializer's use."""
     for session_id, entry in state.entries:
         if not isinstance(entry, Binding):
             continue
@@ -50,7 +50,7 @@ def every_initializing_entry_has_its_initializer(state: AffinityState) -> bool:
 
 @register("affinity", "always", "step", spec="D4")
 def a_leased_binding_is_never_removed_behind_its_back(step: Step) -> bool:
-    """Only invalidation or a failed hard commit removes a binding with active leases."""
+    """Only invalidation or a failed hard commit removes a leased binding."""
     if isinstance(step.op, Invalidate | Commit | DropTable):
         return True
     after = dict(step.after.entries)
@@ -64,7 +64,7 @@ def a_leased_binding_is_never_removed_behind_its_back(step: Step) -> bool:
 
 @register("affinity", "always", "step", spec="D11")
 def a_soft_commit_never_changes_the_binding_scope(step: Step) -> bool:
-    """In soft mode a commit keeps worker-only bindings worker-only and ranked ranked."""
+    """In soft mode a commit keeps worker-only bindings worker-only, ranked ranked."""
     if step.before.config.mode is not Mode.SOFT or not isinstance(step.op, Commit):
         return True
     after = dict(step.after.entries)
@@ -92,7 +92,7 @@ def a_hard_commit_never_moves_a_binding(step: Step) -> bool:
 
 @register("affinity", "always", "step", spec="D12")
 def a_waiter_completes_once_its_initialization_settles(step: Step) -> bool:
-    """A waiter reports done exactly when its initialization committed, aborted or was joined."""
+    """A waiter is done exactly when its initialization committed, aborted or joined."""
     if not isinstance(step.op, PollWaiter) or not step.outcome.ok:
         return True
     waiter = dict(step.before.handles)[step.op.waiter]

@@ -163,7 +163,9 @@ class AffinityMachine(RuleBasedStateMachine):
     def may_drop(self) -> bool:
         """Late in a program, the table may be dropped once."""
         harness = self._harness()
-        return harness.steps >= STEPS_BEFORE_DROP_MIN and not harness.model.state().dropped
+        return (
+            harness.steps >= STEPS_BEFORE_DROP_MIN and not harness.model.state().dropped
+        )
 
     # ---- rules -------------------------------------------------------------
 
@@ -211,7 +213,11 @@ class AffinityMachine(RuleBasedStateMachine):
                 target = held.requested
         self._run("commit_where_bound", Commit(handle, target))
 
-    @rule(session_id=sessions, dispatched=targets, then=st.sampled_from(("keep", "release")))
+    @rule(
+        session_id=sessions,
+        dispatched=targets,
+        then=st.sampled_from(("keep", "release")),
+    )
     def request_turn(self, session_id: str, dispatched: Target, then: str) -> None:
         """A whole turn (acquire, commit, maybe release) agrees step by step."""
         report = self._run("request_turn", Acquire(session_id, None))
@@ -273,7 +279,7 @@ class AffinityMachine(RuleBasedStateMachine):
     @precondition(has_consumed_handles)
     @rule(data=st.data(), use=st.sampled_from(("commit", "abort", "release")))
     def reuse_consumed_handle(self, data: st.DataObject, use: str) -> None:
-        """Reusing a consumed handle is a clear error on both sides, changing nothing."""
+        """Reusing a consumed handle is the same clear error on both sides."""
         state = self._harness().model.state()
         live = {number for number, _ in state.handles}
         consumed = [n for n in range(1, state.next_handle) if n not in live]
@@ -328,8 +334,10 @@ class AffinityMachine(RuleBasedStateMachine):
     def apply_replica(
         self, data: st.DataObject, session_id: str, bind_to: Target
     ) -> None:
-        """A replica update (older, equal, newer, conflicting) gives the same outcome."""
-        version = data.draw(st.sampled_from(self._versions(session_id)), label="version")
+        """A replica update (older, equal, newer, conflicting) agrees."""
+        version = data.draw(
+            st.sampled_from(self._versions(session_id)), label="version"
+        )
         self._run("apply_replica", ApplyReplica(session_id, bind_to, version))
 
     def _versions(self, session_id: str) -> list[Version]:

@@ -1,5 +1,7 @@
-"""One differential step: apply an operation to the model and to a system under
-test, compare, and check every registered property.
+"""One differential step: apply, compare, check every registered property.
+
+An operation goes to the model and to a system under test; the outcomes and
+the observable states are compared and every property is evaluated.
 
 Machines, the corpus replay and the explorer's edge replay all go through
 `AffinityHarness.step`, so a counterexample found by any of them is judged by
@@ -61,8 +63,8 @@ class SessionView:
     """What one session looks like from outside."""
 
     session_id: str
-    served: Target | None | str  # a target, None, or the error kind
-    lease_count: int | None | str
+    served: Target | str | None  # a target, None, or the error kind
+    lease_count: int | str | None
 
 
 @dataclass(frozen=True)

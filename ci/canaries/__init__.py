@@ -1,0 +1,1 @@
+"""Deliberately broken systems under test; the suite must catch every one."""

@@ -1,0 +1,111 @@
+"""The pinned crate behaves as the README's "Production under test" table says."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ci import production
+from impl import adapter
+from impl.adapter import NativeAffinity
+from model.errors import ResourceExhaustedError, UnsupportedError
+from model.types import SECOND_NS, AffinityConfig, Initialize, Target, Wait
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _bind_and_release(table: NativeAffinity, session_id: str) -> None:
+    step = table.try_acquire(session_id, None)
+    assert isinstance(step, Initialize)
+    table.release(table.commit(step.handle, Target(1, None)))
+
+
+def test_the_readme_table_is_generated_from_the_declared_rows() -> None:
+    """README.md embeds exactly the table that `python -m ci.production` prints."""
+    text = README.read_text(encoding="utf-8")
+
+    assert production.markdown() in text
+
+
+def test_the_extension_is_built_against_the_pinned_crates_io_version() -> None:
+    """The binding reports the crate version and source the table declares."""
+    assert production.CRATE_VERSION == adapter.CRATE_VERSION
+    assert adapter.CRATE_SOURCE == "registry"
+
+
+def test_the_pinned_crate_has_no_manual_clock() -> None:
+    """Only the runtime clock exists; manual-clock reaping variants are refused."""
+    config = AffinityConfig(ttl_ns=SECOND_NS, reaping="every_advance")
+
+    assert adapter.HAS_MANUAL_CLOCK is False
+    with pytest.raises(UnsupportedError):
+        NativeAffinity(config)
+
+
+def test_the_reaper_collects_on_its_cadence_not_on_every_advance() -> None:
+    """SPEC B.14 probe: a new id is refused at t0+89 s and accepted after t0+90 s."""
+    table = NativeAffinity(AffinityConfig(ttl_ns=60 * SECOND_NS, max_entries=1))
+    table.advance_clock(29 * SECOND_NS)
+    _bind_and_release(table, "a")  # idle deadline t0 + 89 s
+    table.advance_clock(60 * SECOND_NS)
+    table.advance_clock(89 * SECOND_NS)
+
+    with pytest.raises(ResourceExhaustedError):
+        table.try_acquire("b", None)
+    assert 1 == table.entry_count()
+    assert table.query_target("a", None) is None
+    table.advance_clock(90 * SECOND_NS)
+    assert 0 == table.entry_count()
+    assert isinstance(table.try_acquire("b", None), Initialize)
+
+
+def test_reaper_ticks_fall_on_the_one_millisecond_timer_grid() -> None:
+    """With a TTL of 1 s + 1 ns the first collection happens at 1.001 s."""
+    table = NativeAffinity(AffinityConfig(ttl_ns=SECOND_NS + 1))
+    _bind_and_release(table, "a")
+    table.advance_clock(SECOND_NS + 999_999)
+
+    assert 1 == table.entry_count()
+    table.advance_clock(SECOND_NS + 1_000_000)
+    assert 0 == table.entry_count()
+
+
+def test_a_join_binds_at_once_with_a_reserved_initializer_use() -> None:
+    """AFF-reserved-join: joining gives two active leases before the commit."""
+    table = NativeAffinity(AffinityConfig(ttl_ns=10 * SECOND_NS))
+    step = table.try_acquire("a", None)
+    assert isinstance(step, Initialize)
+
+    joined = table.join_initializing("a", Target(2, 0))
+
+    assert joined is not None
+    assert 2 == table.lease_count("a")
+    assert Target(2, 0) == table.query_target("a", None)
+
+
+def test_the_testing_hooks_are_available() -> None:
+    """The `testing` feature's hooks answer (entry and lease counts)."""
+    table = NativeAffinity(AffinityConfig(ttl_ns=SECOND_NS))
+    step = table.try_acquire("a", None)
+
+    assert isinstance(step, Initialize)
+    assert 1 == table.entry_count()
+    assert 0 == table.lease_count("a")
+    assert isinstance(table.try_acquire("a", None), Wait)
+
+
+def test_the_runtime_table_seeds_its_sequence_from_the_wall_clock() -> None:
+    """A fresh runtime table's first sequence is not 1 but far beyond 10**18."""
+    first = adapter.raw_next_sequence_probe(AffinityConfig(ttl_ns=SECOND_NS))
+
+    assert first > 10**18
+    assert first < adapter.SEQUENCE_OFFSET
+
+
+def test_the_pinned_crate_has_no_group_id_function() -> None:
+    """`subagent_group_affinity_id` is absent from 1.6.1."""
+    table = NativeAffinity(AffinityConfig(ttl_ns=SECOND_NS))
+
+    with pytest.raises(UnsupportedError):
+        table.subagent_group_affinity_id("parent")
