@@ -1,4 +1,3 @@
-# ruff: noqa: D401 - predicates state their property declaratively (STYLE 2)
 """Policy-queue invariants (SPEC D.b, Q1-Q12) and coverage goals.
 
 State properties take a `QueueView`: the model's state together with what a
@@ -311,14 +310,24 @@ def an_empty_class_holds_no_credit(view: QueueView) -> bool:
     return all(cls.deficit == 0 for cls in view.state.classes if not cls.entries)
 
 
-@register("queue", "always", "state", spec="Q8")
-def the_carry_names_a_class_with_credit_or_one_retain_emptied(view: QueueView) -> bool:
-    """A carried class has credit left, unless `retain` has emptied it since."""
-    carry = view.state.carry
-    if carry is None:
+@register("queue", "always", "step", spec="Q8")
+def a_pop_carries_only_the_class_it_served_with_credit_left(step: Step) -> bool:
+    """After a pop the carry is unset or names the served, non-empty class in credit."""
+    if not isinstance(step.op, PopNext) or step.after.carry is None:
         return True
-    cls = view.state.classes[carry]
-    return cls.deficit > 0 or not cls.entries
+    popped = _popped(step)
+    if popped is None or step.after.carry != popped.class_index:
+        return False
+    cls: ClassState = step.after.classes[popped.class_index]
+    return cls.deficit > 0 and bool(cls.entries)
+
+
+@register("queue", "always", "step", spec="Q8")
+def only_a_pop_moves_the_carry(step: Step) -> bool:
+    """Enqueue and `retain` leave the carry alone, even when `retain` empties it."""
+    if isinstance(step.op, PopNext) or step.after.drained:
+        return True
+    return bool(step.before.carry == step.after.carry)
 
 
 # ---- Q9 DRR share (one-pop core) -----------------------------------------------
@@ -512,6 +521,17 @@ def a_pop_fast_forwarded_several_rounds(step: Step) -> bool:
     index = popped.class_index
     deficit = step.before.classes[index].deficit
     return quanta_granted(entry.cost, deficit, step.before.configs[index].quantum) >= 2
+
+
+@register("queue", "sometimes", "step", spec="Q8")
+def retain_emptied_the_carried_class(step: Step) -> bool:
+    """`retain` removed every entry of the class the carry names."""
+    carry = step.before.carry
+    return (
+        isinstance(step.op, Retain)
+        and carry is not None
+        and not step.after.classes[carry].entries
+    )
 
 
 @register("queue", "sometimes", "step", spec="C.6")

@@ -1,4 +1,3 @@
-# ruff: noqa: D401 - rules and strategies describe behaviour declaratively (STYLE 12)
 """The differential policy-queue machine: Hypothesis drives the model and a SUT.
 
 Every rule builds one operation from `model.queue_types`, applies it to the
@@ -283,13 +282,14 @@ class QueueMachine(RuleBasedStateMachine):
         expected = attempt(lambda: apply(self.model, op))
         actual = attempt(lambda: apply(self.sut, op))
         note(f"{op} -> {expected}")
-        assert expected == actual
+        assert expected == actual, f"outcome: model {expected} != sut {actual}"
         after: QueueState = self.model.state
         if isinstance(expected, Raised):
-            assert before == after
+            assert before == after, f"refused {op} changed the model"
             return expected
         transition = Step(before=before, op=op, outcome=expected, after=after)
-        assert violated("queue", "step", transition) == []
+        broken = violated("queue", "step", transition)
+        assert broken == [], f"violated: {broken}"
         self._tally(reached("queue", "step", transition))
         if not after.drained:
             self._check_states()
@@ -298,9 +298,10 @@ class QueueMachine(RuleBasedStateMachine):
     def _check_states(self) -> None:
         expected = observe(self.model)
         actual = observe(self.sut)
-        assert expected == actual
+        assert expected == actual, f"states: model {expected} != sut {actual}"
         view = QueueView(state=self.model.state, seen=actual)
-        assert violated("queue", "state", view) == []
+        broken = violated("queue", "state", view)
+        assert broken == [], f"violated: {broken}"
         self._tally(reached("queue", "state", view))
 
     def _tally(self, goals: list[str]) -> None:
@@ -455,8 +456,8 @@ class QueueMachine(RuleBasedStateMachine):
             )
             expected = self._apply(op)
             actual = expected
-        assert Raised("QueueUsageError") == expected
-        assert expected == actual
+        assert Raised("QueueUsageError") == expected, f"misuse allowed: {expected}"
+        assert expected == actual, f"misuse: model {expected} != sut {actual}"
         self._check_states()
 
     def teardown(self) -> None:
@@ -478,5 +479,5 @@ class QueueMachine(RuleBasedStateMachine):
             for index, cls in enumerate(self.model.state.classes)
             for worker in cls.blocked
         }
-        assert set() == stranded - blocked
+        assert set() == stranded - blocked, "entries stranded outside blocked lanes"
         self._apply(Drain())
