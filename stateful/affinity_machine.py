@@ -330,6 +330,14 @@ class AffinityMachine(RuleBasedStateMachine):
                 }
         return sorted(c for c in candidates if c >= 0)
 
+    @rule(offset_ns=st.sampled_from((-1, 0, 1)))
+    def reaper_tick(self, offset_ns: int) -> None:
+        """Moving to the next reaper tick (or 1 ns either side) agrees."""
+        state = self._harness().model.state()
+        period_ns = reaper_period_ns(state.config.ttl_ns)
+        next_tick_ns = (state.now_ns // period_ns + 1) * period_ns
+        self._run("reaper_tick", Advance(next_tick_ns + offset_ns))
+
     @rule(data=st.data(), session_id=sessions, bind_to=targets)
     def apply_replica(
         self, data: st.DataObject, session_id: str, bind_to: Target
