@@ -310,7 +310,7 @@ def _queue_errors() -> Iterator[None]:
     try:
         yield
     except _native.PolicyConfigError as error:
-        stage, message = error.args[0]
+        stage, message = error.args
         raise PolicyConfigError(str(stage), str(message)) from error
     except _native.QueueUsageError as error:
         raise QueueUsageError(str(error)) from error

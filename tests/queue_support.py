@@ -1,0 +1,84 @@
+"""Shared helpers for the queue unit tests: build a queue on either side.
+
+`make(configs)` builds the model from class configs, or the crate from the
+same classes rendered as policy YAML, so each scenario is written once and
+runs against both systems.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from model.policy_queue import ModelPolicyQueue
+from model.queue_api import PolicyQueueApi
+from model.queue_types import ClassConfig, Dispatch, QueuedItem, Worker
+from stateful.queue_machine import profile_yaml
+
+QueueMaker = Callable[[tuple[ClassConfig, ...]], PolicyQueueApi]
+
+SIDES = [
+    pytest.param("model", id="model"),
+    pytest.param("native", id="native", marks=pytest.mark.native),
+]
+
+
+def maker(side: str) -> QueueMaker:
+    """A constructor for `side`: the model, or the crate through YAML."""
+    if side == "model":
+        return ModelPolicyQueue
+
+    from impl.adapter import NativePolicyQueue  # noqa: PLC0415 - native side only
+
+    def native(configs: tuple[ClassConfig, ...]) -> PolicyQueueApi:
+        return NativePolicyQueue.from_yaml(
+            profile_yaml(configs, tuple(False for _ in configs))
+        )
+
+    return native
+
+
+def cls(name: str, quantum: int, policy: str = "fcfs", **limits: int) -> ClassConfig:
+    """A class config with optional per-worker limits."""
+    return ClassConfig(
+        name=name,
+        queue_policy="wspt" if policy == "wspt" else "fcfs",
+        quantum=quantum,
+        request_queue_limit_per_worker=limits.get("requests"),
+        raw_isl_token_queue_limit_per_worker=limits.get("raw"),
+        cached_token_queue_limit_per_worker=limits.get("cached"),
+    )
+
+
+def put(
+    queue: PolicyQueueApi,
+    class_index: int,
+    payload: int,
+    *,
+    raw: int = 1,
+    cached: int = 0,
+    arrival: float = 0.0,
+    jump: float = 0.0,
+    strict: int = 0,
+    worker_count: int = 1,
+    placement: Worker | None = None,
+) -> object:
+    """Enqueue with upstream's usual defaults; return the rejection or None."""
+    return queue.enqueue(
+        class_index,
+        worker_count=worker_count,
+        raw_isl_tokens=raw,
+        cached_tokens=cached,
+        arrival_offset_secs=arrival,
+        priority_jump=jump,
+        strict_priority=strict,
+        placement=placement,
+        payload=payload,
+    )
+
+
+def pop_payload(queue: PolicyQueueApi, dispatch: Dispatch | None = None) -> int | None:
+    """Pop once; the payload, or None."""
+    popped: QueuedItem | None = queue.pop_next(dispatch or Dispatch())
+    return None if popped is None else popped.payload
