@@ -1,0 +1,193 @@
+"""Shortest counterexamples for broken models, and how well Hypothesis shrinks.
+
+A broken model (`ci.canaries.affinity.MODEL_CANARIES`) is explored in place of
+the reference; breadth-first order makes the first violated property's path a
+shortest counterexample within the bound. `shrink_quality` sets it beside the
+program Hypothesis reports for the same canary: the differential machine runs
+with the canary as its system under test under `CANARY_SETTINGS`, and the
+failing program's length is read from the harness' step counter at teardown
+(Hypothesis replays the shrunk program last, so the last teardown is its).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, ClassVar, cast
+
+from hypothesis.stateful import run_state_machine_as_test
+
+from ci._explore_graph import Bound, explore
+from ci.profiles import CANARY_SETTINGS
+from model.affinity import ModelAffinity
+from model.ops import OP_TYPES, Op
+from model.types import AffinityConfig, Target, Version
+from stateful.affinity_machine import AffinityMachine
+
+TRACE_FORMAT = "affinity-ops/1"
+"""The explorer's own trace format (until `ci/trace.py` defines the shared one)."""
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """A shortest path from the initial state to a violated property."""
+
+    canary: str
+    bound: Bound
+    prop: str
+    ops: tuple[Op, ...]
+
+
+def shortest_counterexample(
+    canary: str, model_type: type[ModelAffinity], bounds: Sequence[Bound]
+) -> Counterexample | None:
+    """The shortest violation over `bounds` (the first bound wins a tie)."""
+    best: Counterexample | None = None
+    for bound in bounds:
+        # Once a counterexample is known, only a strictly shorter one matters.
+        depth_max = bound.depth_max if best is None else len(best.ops) - 1
+        if depth_max < 1:
+            continue
+        found = explore(
+            replace(bound, depth_max=min(bound.depth_max, depth_max)),
+            model_type,
+            stop_at_first_violation=True,
+        )
+        if not found.violations:
+            continue
+        violation = found.violations[0]
+        if best is None or len(violation.path) < len(best.ops):
+            best = Counterexample(canary, bound, violation.prop, violation.path)
+    return best
+
+
+# ---- trace files -------------------------------------------------------------
+
+
+def _encode(value: object) -> Any:
+    """Operation fields as JSON: targets and versions become objects."""
+    if isinstance(value, Target):
+        return {"worker": value.worker, "rank": value.rank}
+    if isinstance(value, Version):
+        return {"sequence": value.sequence, "writer": value.writer}
+    return value
+
+
+def encode_op(op: Op) -> dict[str, Any]:
+    """`{"op": <class name>, <field>: <value>, ...}` with `model.ops` field names."""
+    return {"op": type(op).__name__} | {k: _encode(v) for k, v in vars(op).items()}
+
+
+def decode_op(document: dict[str, Any]) -> Op:
+    """The inverse of `encode_op`."""
+    fields = {k: v for k, v in document.items() if k != "op"}
+    for name in ("requested", "target", "dispatched"):
+        if isinstance(fields.get(name), dict):
+            fields[name] = Target(**fields[name])
+    if isinstance(fields.get("version"), dict):
+        fields["version"] = Version(**fields["version"])
+    op_type = next(t for t in OP_TYPES if t.__name__ == document["op"])
+    return op_type(**fields)
+
+
+def encode_config(config: AffinityConfig) -> dict[str, Any]:
+    """`AffinityConfig` fields by name; the mode by its value."""
+    return {
+        "ttl_ns": config.ttl_ns,
+        "mode": config.mode.value,
+        "max_entries": config.max_entries,
+        "max_session_id_bytes": config.max_session_id_bytes,
+        "reaping": config.reaping,
+    }
+
+
+def write_trace(path: Path, example: Counterexample) -> Path:
+    """Write `example` as a JSON trace: configuration, session pool, operations."""
+    document = {
+        "format": TRACE_FORMAT,
+        "source": "python -m ci.explore --counterexamples",
+        "canary": example.canary,
+        "bound": example.bound.name,
+        "violated": example.prop,
+        "config": encode_config(example.bound.config),
+        "session_pool": list(example.bound.session_ids),
+        "ops": [encode_op(op) for op in example.ops],
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    return path
+
+
+# ---- Hypothesis' shrunk length ---------------------------------------------------
+
+
+class _CountingMachine(AffinityMachine):
+    """The differential machine, remembering each program's harness step count."""
+
+    goals_reached: ClassVar[set[str]] = set()
+    rules_run: ClassVar[set[str]] = set()
+    steps_run: ClassVar[int] = 0
+    last_program_steps: ClassVar[int] = 0
+
+    def teardown(self) -> None:
+        """Record how many operations this program applied."""
+        if self.harness is not None:
+            type(self).last_program_steps = self.harness.steps
+        super().teardown()
+
+
+def hypothesis_shrunk_steps(canary: str, model_type: type[ModelAffinity]) -> int:
+    """Operations in the program Hypothesis reports for `model_type` as the SUT."""
+    machine = cast(
+        "type[_CountingMachine]",
+        type(
+            f"Shrink_{canary}",
+            (_CountingMachine,),
+            {
+                "factory": model_type,
+                "goals_reached": set(),
+                "rules_run": set(),
+                "steps_run": 0,
+                "last_program_steps": 0,
+            },
+        ),
+    )
+    try:
+        run_state_machine_as_test(machine, settings=CANARY_SETTINGS)
+    except AssertionError:
+        return int(machine.last_program_steps)
+    raise AssertionError(f"canary {canary} survived the differential machine")
+
+
+@dataclass(frozen=True)
+class ShrinkQuality:
+    """Hypothesis' reported program length over the BFS-shortest one."""
+
+    canary: str
+    bound: str
+    prop: str
+    bfs_steps: int
+    hypothesis_steps: int
+
+    @property
+    def ratio(self) -> float:
+        """1.0 means Hypothesis found a shortest counterexample."""
+        return self.hypothesis_steps / self.bfs_steps
+
+
+def shrink_quality(
+    canary: str, model_type: type[ModelAffinity], bounds: Sequence[Bound]
+) -> ShrinkQuality:
+    """Compare Hypothesis' shrunk program with the shortest counterexample."""
+    example = shortest_counterexample(canary, model_type, bounds)
+    if example is None:
+        raise AssertionError(f"canary {canary} survived every bound")
+    return ShrinkQuality(
+        canary=canary,
+        bound=example.bound.name,
+        prop=example.prop,
+        bfs_steps=len(example.ops),
+        hypothesis_steps=hypothesis_shrunk_steps(canary, model_type),
+    )
