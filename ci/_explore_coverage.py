@@ -1,7 +1,8 @@
-"""Exact coverage: which of a bound's states and edges Hypothesis' machine visits.
+"""Exact coverage: which of a bound's states and edges Hypothesis visits.
 
-The differential machine (`stateful.affinity_machine.AffinityMachine`) runs with
-its configuration pinned to the bound's and every other rule unchanged. Each
+Two machines are measured. `affinity`: the suite's differential machine
+(`stateful.affinity_machine.AffinityMachine`) runs with its configuration
+pinned to the bound's and every other rule unchanged. Each
 step it executes is recorded as (rule, state before, operation, state after);
 a state counts as covered when it is a node of the bound's graph, an edge when
 the graph holds exactly that (before, after, operation) transition. Steps that
@@ -17,17 +18,31 @@ extension or its cost.
 Per rule, the denominator is the number of graph edges whose operation type the
 rule can emit (`RULE_OP_TYPES`); a rule that emits an undeclared type, or a
 machine rule missing from the table, raises rather than being miscounted.
+
+`restricted`: a machine with one rule per operation type of the bound, drawing
+only the operations the explorer enumerates and stopping at `depth_max`, so
+every step it takes is a graph edge. Its fractions separate "Hypothesis leaves
+the bound" (the first machine) from "Hypothesis' choices within the bound".
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, cast
 
 from hypothesis import settings
-from hypothesis.stateful import initialize, run_state_machine_as_test
+from hypothesis import strategies as st
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
-from ci._explore_graph import Exploration
+from ci._explore_graph import Bound, Exploration, successors
 from model.affinity import AffinityState, ModelAffinity
 from model.ops import (
     Abort,
@@ -142,6 +157,10 @@ class MachineRun:
     profile: str
     programs: int
     steps: tuple[MachineStep, ...]
+    machine: str = "affinity"  # which machine: "affinity" or "restricted"
+    rule_op_types: Mapping[str, frozenset[type[Op]]] = field(
+        default_factory=lambda: RULE_OP_TYPES
+    )
 
 
 def run_machine(config: AffinityConfig, profile: str) -> MachineRun:
@@ -164,6 +183,103 @@ def run_machine(config: AffinityConfig, profile: str) -> MachineRun:
     )
     run_state_machine_as_test(machine, settings=settings.get_profile(profile))
     return MachineRun(profile, int(machine.programs), tuple(machine.recorded))
+
+
+def _snake(name: str) -> str:
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+
+
+class _RestrictedMachine(RuleBasedStateMachine):
+    """Hypothesis choosing only among a bound's own operations, within its depth.
+
+    One rule per operation type of the bound draws from exactly the operations
+    the explorer enumerates (`bound_ops`) that keep the state inside the bound
+    (`handles_max`). Once a program is `depth_max` steps long, only
+    `past_the_horizon` (which applies nothing) is enabled, so every recorded
+    step is a graph edge and the fractions measure the search alone.
+    """
+
+    bound: ClassVar[Bound]
+    recorded: ClassVar[list[MachineStep]]
+    programs: ClassVar[int] = 0
+
+    def __init__(self) -> None:
+        """A fresh model pair at the bound's configuration."""
+        super().__init__()
+        type(self).programs += 1
+        self.harness = AffinityHarness(
+            config=self.bound.config,
+            session_pool=self.bound.session_ids,
+            factory=ModelAffinity,
+            check_states=False,  # the second model cannot disagree; skip reading it
+        )
+        self._enabled_step = -1
+        self._enabled: dict[type[Op], list[Op]] = {}
+
+    def enabled(self, op_type: type[Op]) -> list[Op]:
+        """The bound's operations of `op_type` from here that stay in the bound."""
+        if self.harness.steps >= self.bound.depth_max:
+            return []
+        if self._enabled_step != self.harness.steps:
+            self._enabled_step = self.harness.steps
+            self._enabled = defaultdict(list)
+            for transition in successors(
+                self.bound, self.harness.model.state(), ModelAffinity
+            ):
+                if transition is not None:
+                    self._enabled[type(transition.op)].append(transition.op)
+        return self._enabled.get(op_type, [])
+
+    def apply(self, rule_name: str, op: Op) -> None:
+        """Step the model pair, record the step, and require no violation."""
+        before = self.harness.model.state()
+        report = self.harness.step(op)
+        type(self).recorded.append(
+            MachineStep(rule_name, before, op, self.harness.model.state())
+        )
+        assert not report.violations, report.first_difference()
+
+    @precondition(lambda self: self.harness.steps >= self.bound.depth_max)
+    @rule()
+    def past_the_horizon(self) -> None:
+        """Beyond `depth_max` nothing is applied (the graph ends there)."""
+
+
+def _restricted_rule(op_type: type[Op]) -> Any:
+    """A rule applying one enabled operation of `op_type`."""
+    name = _snake(op_type.__name__)
+
+    def step(self: _RestrictedMachine, data: st.DataObject) -> None:
+        op = data.draw(st.sampled_from(self.enabled(op_type)), label=name)
+        self.apply(name, op)
+
+    step.__name__ = name
+    step.__doc__ = f"Apply one of the bound's `{op_type.__name__}` operations."
+    guarded = precondition(lambda self: bool(self.enabled(op_type)))(step)
+    return rule(data=st.data())(guarded)
+
+
+def run_restricted_machine(bound: Bound, profile: str) -> MachineRun:
+    """Run a machine whose rules are the bound's operations, under `profile`."""
+    rule_op_types = {_snake(t.__name__): frozenset({t}) for t in bound.op_types}
+    namespace: dict[str, Any] = {
+        "bound": bound,
+        "recorded": [],
+        "programs": 0,
+        **{_snake(t.__name__): _restricted_rule(t) for t in bound.op_types},
+    }
+    machine = cast(
+        "type[_RestrictedMachine]",
+        type(f"Restricted_{bound.name}_{profile}", (_RestrictedMachine,), namespace),
+    )
+    run_state_machine_as_test(machine, settings=settings.get_profile(profile))
+    return MachineRun(
+        profile,
+        int(machine.programs),
+        tuple(machine.recorded),
+        machine="restricted",
+        rule_op_types=dict(sorted(rule_op_types.items())),
+    )
 
 
 @dataclass(frozen=True)
@@ -192,6 +308,7 @@ class Coverage:
     """How much of one bound's graph a machine run covered."""
 
     bound: str
+    machine: str
     profile: str
     programs: int
     steps: int
@@ -205,6 +322,7 @@ class Coverage:
         """Plain data (no sets of edges) for the gate summary."""
         return {
             "bound": self.bound,
+            "machine": self.machine,
             "profile": self.profile,
             "programs": self.programs,
             "steps": self.steps,
@@ -220,13 +338,14 @@ def measure(exploration: Exploration, run: MachineRun) -> Coverage:
     graph, ids = exploration.graph, exploration.ids
     states: set[int] = set()
     edges: set[tuple[int, int, Op]] = set()
-    by_rule: dict[str, set[tuple[int, int, Op]]] = {r: set() for r in RULE_OP_TYPES}
+    table = run.rule_op_types
+    by_rule: dict[str, set[tuple[int, int, Op]]] = {r: set() for r in table}
     in_graph = 0
     for step in run.steps:
-        if type(step.op) not in RULE_OP_TYPES[step.rule]:
+        if type(step.op) not in table[step.rule]:
             raise LookupError(
                 f"rule {step.rule} applied {type(step.op).__name__}, "
-                "which RULE_OP_TYPES does not declare"
+                "which its rule table does not declare"
             )
         source, target = ids.get(step.before), ids.get(step.after)
         if source is not None:
@@ -242,21 +361,18 @@ def measure(exploration: Exploration, run: MachineRun) -> Coverage:
             edges.add((source, target, step.op))
             by_rule[step.rule].add((source, target, step.op))
     totals = {
-        rule: sum(
-            1 for _, _, op in graph.edges(keys=True) if type(op) in RULE_OP_TYPES[rule]
-        )
-        for rule in RULE_OP_TYPES
+        rule: sum(1 for _, _, op in graph.edges(keys=True) if type(op) in op_types)
+        for rule, op_types in table.items()
     }
     return Coverage(
         bound=exploration.bound.name,
+        machine=run.machine,
         profile=run.profile,
         programs=run.programs,
         steps=len(run.steps),
         steps_in_graph=in_graph,
         states=Fraction(len(states), graph.number_of_nodes()),
         edges=Fraction(len(edges), graph.number_of_edges()),
-        rules={
-            rule: Fraction(len(by_rule[rule]), totals[rule]) for rule in RULE_OP_TYPES
-        },
+        rules={rule: Fraction(len(by_rule[rule]), totals[rule]) for rule in table},
         covered_edges=frozenset(edges),
     )

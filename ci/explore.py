@@ -20,6 +20,7 @@ disagreement or a surviving canary):
     python -m ci.explore --replay          edge-covering replay against the crate
     python -m ci.explore --counterexamples shortest counterexamples of MODEL_CANARIES
     python -m ci.explore --coverage        how much of each bound Hypothesis covers
+                                           (coverage_summary() for the gate)
     python -m ci.explore --picture         regenerate ci/graphs/picture.{dot,svg}
 
 `--bound NAME` (repeatable) restricts any command to some bounds.
@@ -39,7 +40,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from ci._explore_coverage import Coverage, measure, run_machine
+from ci._explore_coverage import (
+    Coverage,
+    measure,
+    run_machine,
+    run_restricted_machine,
+)
 from ci._explore_graph import (
     Bound,
     Exploration,
@@ -431,30 +437,51 @@ def _artifact_dir() -> Path:
 # ---- coverage ---------------------------------------------------------------
 
 
-def coverage(bound: Bound, profile: str | None = None) -> Coverage:
-    """How much of `bound` the affinity machine (config pinned) covers."""
+MACHINES = ("affinity", "restricted")
+"""`affinity`: the suite's machine, config pinned; `restricted`: the bound's ops."""
+
+
+def coverage(
+    bound: Bound, profile: str | None = None, machine: str = "affinity"
+) -> Coverage:
+    """How much of `bound` a Hypothesis machine covers (see `MACHINES`)."""
     exploration = explore(bound)
-    run = run_machine(bound.config, profile or selected_profile())
+    chosen = profile or selected_profile()
+    if machine == "affinity":
+        run = run_machine(bound.config, chosen)
+    elif machine == "restricted":
+        run = run_restricted_machine(bound, chosen)
+    else:
+        raise ValueError(f"unknown machine {machine!r}; known: {MACHINES}")
     return measure(exploration, run)
 
 
 def coverage_summary(
-    bounds: Sequence[str] = COVERAGE_BOUNDS, profile: str | None = None
+    bounds: Sequence[str] = COVERAGE_BOUNDS,
+    profile: str | None = None,
+    machines: Sequence[str] = MACHINES,
 ) -> list[dict[str, Any]]:
-    """Plain data for the gate: per bound, states/edges/rules covered of totals.
+    """Plain data for the gate: per bound and machine, what was covered of what.
 
-    Runs the affinity machine (model against model, configuration pinned to each
-    bound's) under `profile` (default: the selected Hypothesis profile).
+    Each row holds `states`, `edges` and per-rule `{covered, total, percent}`
+    with exact totals from the bound's graph. `affinity` runs the suite's
+    machine (model against model, configuration pinned to the bound's);
+    `restricted` runs one rule per operation type of the bound, inside it.
+    `profile` defaults to the selected Hypothesis profile.
     """
-    return [coverage(bound_named(name), profile).as_dict() for name in bounds]
+    return [
+        coverage(bound_named(name), profile, machine).as_dict()
+        for name in bounds
+        for machine in machines
+    ]
 
 
 def _coverage(bounds: Sequence[Bound], profile: str | None, console: Console) -> int:
-    for bound in bounds:
-        result = coverage(bound, profile).as_dict()
+    for bound, machine in [(b, m) for b in bounds for m in MACHINES]:
+        result = coverage(bound, profile, machine).as_dict()
         table = Table(
             title=(
-                f"{bound.name}: Hypothesis ({result['profile']}, "
+                f"{bound.name}, {machine} machine ({result['profile']}, "
                 f"{result['programs']} programs, {result['steps']} steps, "
                 f"{result['steps_in_graph']} inside the bound)"
             )
@@ -526,6 +553,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     bounds = [b for b in BOUNDS if args.bound is None or b.name in args.bound]
     console = Console()
+    if not console.is_terminal:
+        console.width = 140  # logs: keep property names whole
     if args.update_counts:
         write_counts([explore(bound) for bound in bounds])
         console.print(f"wrote {COUNTS_PATH}")

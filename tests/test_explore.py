@@ -18,7 +18,7 @@ from ci._explore_coverage import (
     MachineStep,
     machine_rules,
     measure,
-    run_machine,
+    run_restricted_machine,
 )
 from ci._explore_graph import (
     Exploration,
@@ -368,16 +368,32 @@ def test_coverage_counts_exactly_the_states_and_edges_a_run_took() -> None:
     assert 0 == coverage.rules["query"].covered
 
 
-def test_a_machine_run_maps_onto_the_graph_from_its_root() -> None:
-    """A short pinned machine run covers the root and never more than the totals."""
+def test_every_step_of_the_restricted_machine_is_an_edge_of_its_bound() -> None:
+    """The restricted machine stays inside the bound: all its steps are edges."""
     exploration = _explored("picture")
 
-    coverage = measure(exploration, run_machine(exploration.bound.config, "dev"))
+    run = run_restricted_machine(exploration.bound, "dev")
+    coverage = measure(exploration, run)
 
-    assert coverage.programs >= 1
-    assert 1 <= coverage.states.covered <= coverage.states.total
-    assert coverage.edges.covered <= coverage.edges.total
-    assert coverage.steps_in_graph <= coverage.steps
+    assert coverage.steps == coverage.steps_in_graph
+    assert sorted(coverage.rules) == sorted(
+        ["acquire", "advance", "commit", "query", "release"]
+    )
+
+
+def test_coverage_summary_is_plain_data_with_exact_totals() -> None:
+    """Each summary row's totals are the bound's node and edge counts."""
+    pinned = read_counts()["picture"]
+
+    rows = explore_cli.coverage_summary(("picture",), profile="dev")
+
+    assert ["affinity", "restricted"] == [row["machine"] for row in rows]
+    for row in rows:
+        assert pinned["states"] == row["states"]["total"]
+        assert pinned["edges"] == row["edges"]["total"]
+        assert 1 <= row["states"]["covered"] <= row["states"]["total"]  # the root
+        assert row["edges"]["covered"] <= row["edges"]["total"]
+        assert json.loads(json.dumps(row)) == row
 
 
 # ---- picture and command line -------------------------------------------------
