@@ -61,3 +61,59 @@ class RuntimeAffinityTable:
     def live_handles(self) -> list[tuple[int, str]]: ...
 
 # ---- policy queue (below this line) ----
+
+from typing import TypeAlias  # noqa: E402 - the queue half keeps its own imports
+
+HAS_QUEUE_RECHECK: Final[bool]
+
+_Worker: TypeAlias = tuple[int, int]
+_Item: TypeAlias = tuple[int, int, _Worker | None, int, int, int, int]
+
+class PolicyQueueTable:
+    @staticmethod
+    def from_yaml(
+        yaml: str,
+        model_name: str | None,
+        fallback_threshold: float | None,
+        fallback_policy: str,
+    ) -> PolicyQueueTable: ...
+    @staticmethod
+    def from_path(
+        path: str,
+        model_name: str | None,
+        fallback_threshold: float | None,
+        fallback_policy: str,
+    ) -> PolicyQueueTable: ...
+    @staticmethod
+    def synthetic(threshold: float | None, policy: str) -> PolicyQueueTable: ...
+    def class_count(self) -> int: ...
+    def class_config(
+        self, class_index: int
+    ) -> tuple[str, str, int, int | None, int | None, int | None]: ...
+    def enqueue(
+        self,
+        class_index: int,
+        worker_count: int,
+        raw_isl_tokens: int,
+        cached_tokens: int,
+        arrival_offset_secs: float,
+        priority_jump: float,
+        strict_priority: int,
+        placement: _Worker | None,
+        payload: int,
+    ) -> tuple[str, str, int, int] | None: ...
+    def pop_next(
+        self,
+        saturated: list[_Worker],
+        any_dispatchable: bool,
+        paused_classes: list[int],
+    ) -> _Item | None: ...
+    def retain(self, drop: list[int]) -> None: ...
+    def pending_count(self) -> int: ...
+    def class_stats(self, class_index: int) -> tuple[int, int, int]: ...
+    def has_backlog(self, class_index: int) -> bool: ...
+    def entries(self) -> list[_Item]: ...
+    def drain(self) -> list[_Item]: ...
+    # Only in builds with feature `queue-recheck` (see HAS_QUEUE_RECHECK).
+    def recheck_worker(self, worker: _Worker) -> None: ...
+    def recheck_all_workers(self) -> None: ...

@@ -274,8 +274,6 @@ def raw_next_sequence_probe(config: AffinityConfig) -> int:
 # `model.errors`. Imports sit here, not at the top, so the affinity half above
 # and this half can be edited independently.
 
-from typing import Any  # noqa: E402
-
 from model.errors import PolicyConfigError, QueueUsageError  # noqa: E402
 from model.queue_api import PolicyQueueApi  # noqa: E402
 from model.queue_types import (  # noqa: E402
@@ -325,7 +323,9 @@ def _worker_in(raw: tuple[int, int] | None) -> Worker | None:
     return None if raw is None else Worker(worker_id=int(raw[0]), dp_rank=int(raw[1]))
 
 
-def _item_in(raw: tuple[int, int, Any, int, int, int, int]) -> QueuedItem:
+def _item_in(
+    raw: tuple[int, int, tuple[int, int] | None, int, int, int, int],
+) -> QueuedItem:
     class_index, payload, placement, raw_tokens, cached, uncached, cost = raw
     return QueuedItem(
         class_index=int(class_index),
@@ -345,7 +345,7 @@ def _limit(raw: int | None) -> int | None:
 class NativePolicyQueue:
     """`PolicyQueue<Ticket>` of the pinned crate, behind `PolicyQueueApi`."""
 
-    def __init__(self, table: Any) -> None:
+    def __init__(self, table: _native.PolicyQueueTable) -> None:
         """Wrap a binding table; use `from_yaml`, `from_path` or `synthetic`."""
         self._table = table
 

@@ -36,7 +36,7 @@ def _class(extra: str) -> str:
 
 
 PARSE_ERRORS = {
-    "yaml syntax": "models: \"unterminated\n",
+    "yaml syntax": 'models: "unterminated\n',
     "unknown top-level field": MINIMAL + "surprise: 1\n",
     "unknown class field": _root(_class(", surprise: 1")),
     "queue_admission is not a 1.6.1 key": _root(
