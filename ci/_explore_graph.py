@@ -36,10 +36,9 @@ hidden. `states_max` is a safety cap: reaching it raises `ExplorationCapError`.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
 
 import networkx as nx  # type: ignore[import-untyped]  # no stubs pinned in [lint]
 
@@ -73,7 +72,7 @@ from model.ops import (
     Release,
     outcome_of,
 )
-from model.types import SECOND_NS, Published, Target, Version
+from model.types import SECOND_NS, AffinityConfig, Published, Target, Version
 from properties import Property, Step, properties
 
 CLOCK_OVERFLOW_NS = 2**64
@@ -104,7 +103,7 @@ class Bound:
     """One exhaustively explored world: configuration, vocabulary and limits."""
 
     name: str
-    config: Any  # model.types.AffinityConfig; `Any` keeps the dataclass printable
+    config: AffinityConfig
     session_ids: tuple[str, ...]  # ids operations may name (sorted)
     targets: tuple[Target, ...]  # where requests may be pinned, bound, dispatched
     op_types: frozenset[type[Op]]  # the operation types enumerated
@@ -356,7 +355,6 @@ def explore(
     bound: Bound,
     model_type: type[ModelAffinity] = ModelAffinity,
     stop_at_first_violation: bool = False,
-    on_node: Callable[[int], None] | None = None,
 ) -> Exploration:
     """Enumerate every state within `bound.depth_max` steps, checking properties.
 
@@ -389,8 +387,6 @@ def explore(
         if not frontier:
             return result
         node = frontier.popleft()
-        if on_node is not None:
-            on_node(node)
         depth = graph.nodes[node]["depth"]
         if depth == bound.depth_max:
             result.horizon_states += 1

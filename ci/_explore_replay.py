@@ -11,7 +11,6 @@ and the harness' model must land on exactly the state the graph recorded.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from ci._explore_graph import Exploration, ExplorationCapError
@@ -77,15 +76,12 @@ def replay_paths(
     paths: list[list[Edge]],
     factory: SutFactory,
     failures_max: int = 10,
-    on_path: Callable[[int], None] | None = None,
 ) -> ReplayResult:
     """Replay each path through a fresh harness; stop after `failures_max` failures."""
     bound = exploration.bound
     failures: list[ReplayFailure] = []
     steps = 0
-    for index, path in enumerate(paths):
-        if on_path is not None:
-            on_path(index)
+    for path in paths:
         harness = AffinityHarness(
             config=bound.config, session_pool=bound.session_ids, factory=factory
         )
