@@ -98,14 +98,20 @@ class NativeAffinity:
 
     def __init__(self, config: AffinityConfig) -> None:
         """Build the crate's runtime-clock table at clock time 0."""
-        if config.reaping != "runtime_reaper":
+        manual = config.reaping != "runtime_reaper"
+        if manual and not HAS_MANUAL_CLOCK:
             raise UnsupportedError(
                 f"dynamo-kv-router {CRATE_VERSION} has no manual clock; "
                 f"reaping {config.reaping!r} needs a source tree that has one"
             )
         self._config = config
+        build = (
+            _native.RuntimeAffinityTable.manual
+            if manual
+            else _native.RuntimeAffinityTable
+        )
         with _translated():
-            self._table = _native.RuntimeAffinityTable(
+            self._table = build(
                 config.ttl_ns,
                 config.mode is Mode.SOFT,
                 config.max_entries,

@@ -96,6 +96,10 @@ pub struct RuntimeAffinityTable {
     origin: Instant,
     now_ns: u64,
     next_handle: u64,
+    /// Built by `with_manual_clock`: time moves through the crate's
+    /// `advance_clock`, not through the runtime's paused clock.
+    #[cfg_attr(not(feature = "manual-clock"), allow(dead_code))]
+    manual: bool,
 }
 
 /// Lets every task that a clock move made ready run before Python regains
@@ -181,7 +185,65 @@ impl RuntimeAffinityTable {
                 origin,
                 now_ns: 0,
                 next_handle: 1,
+                manual: false,
             })
+        })
+    }
+
+    /// `SessionAffinity::with_manual_clock(config, origin)` (feature
+    /// `manual-clock`, for source trees that have it; 1.6.1 does not).
+    #[cfg(feature = "manual-clock")]
+    #[staticmethod]
+    fn manual(
+        ttl_ns: u64,
+        soft: bool,
+        max_entries: usize,
+        max_session_id_bytes: usize,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .map_err(|error| HandleError::new_err(format!("tokio runtime: {error}")))?;
+            let mode = if soft { SessionAffinityMode::Soft } else { SessionAffinityMode::Hard };
+            let config = SessionAffinityConfig {
+                ttl: Duration::from_nanos(ttl_ns),
+                mode,
+                max_entries,
+                max_session_id_bytes,
+            };
+            let origin = runtime.block_on(async { Instant::now() });
+            let table = SessionAffinity::with_manual_clock(config, origin).map_err(to_py_error)?;
+            Ok(Self {
+                handles: BTreeMap::new(),
+                table: Some(table),
+                sink: Arc::new(RecordingSink::default()),
+                runtime,
+                origin,
+                now_ns: 0,
+                next_handle: 1,
+                manual: true,
+            })
+        })
+    }
+
+    /// `SessionAffinity::advance_clock(origin + now_ns)` called directly, on
+    /// either kind of table (feature `manual-clock`): a runtime table must
+    /// refuse it the way the crate does.
+    #[cfg(feature = "manual-clock")]
+    fn crate_advance_clock(&mut self, now_ns: u64) -> PyResult<()> {
+        guard(|| {
+            let _context = self.runtime.enter();
+            let target = self
+                .origin
+                .checked_add(Duration::from_nanos(now_ns))
+                .ok_or_else(|| InvalidArgument::new_err("affinity clock overflows Instant"))?;
+            self.table()?.advance_clock(target).map_err(to_py_error)?;
+            if self.manual {
+                self.now_ns = now_ns;
+            }
+            Ok(())
         })
     }
 
@@ -196,6 +258,10 @@ impl RuntimeAffinityTable {
     fn advance_clock(&mut self, now_ns: u64) -> PyResult<()> {
         if now_ns < self.now_ns {
             return Err(InvalidArgument::new_err("affinity clock cannot move backwards"));
+        }
+        #[cfg(feature = "manual-clock")]
+        if self.manual {
+            return self.crate_advance_clock(now_ns);
         }
         if now_ns > CLOCK_NS_MAX {
             return Err(InvalidArgument::new_err(
@@ -509,8 +575,18 @@ impl RuntimeAffinityTable {
     }
 }
 
+/// `subagent_group_affinity_id(parent)` (feature `manual-clock`: the function
+/// arrived with the manual clock; 1.6.1 does not have it).
+#[cfg(feature = "manual-clock")]
+#[pyfunction]
+fn subagent_group_affinity_id(parent_session_id: &str) -> String {
+    dynamo_kv_router::services::selection::affinity::subagent_group_affinity_id(parent_session_id)
+}
+
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
     module.add_class::<RuntimeAffinityTable>()?;
+    #[cfg(feature = "manual-clock")]
+    module.add_function(wrap_pyfunction!(subagent_group_affinity_id, module)?)?;
     module.add("CLOCK_NS_MAX", CLOCK_NS_MAX)?;
     Ok(())
 }
