@@ -1,5 +1,5 @@
 """System under test: the adapter over the compiled `dynamo-kv-router` binding."""
 
-from impl.adapter import NativeAffinity
+from impl.adapter import NativeAffinity, NativePolicyQueue
 
-__all__ = ["NativeAffinity"]
+__all__ = ["NativeAffinity", "NativePolicyQueue"]

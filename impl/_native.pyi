@@ -2,7 +2,7 @@
 # adapter type-checks. Keep in step with impl/src/*.rs.
 # Affinity part; the policy-queue part follows the marker below.
 
-from typing import Final
+from typing import Final, TypeAlias
 
 CRATE_VERSION: Final[str]
 CRATE_SOURCE: Final[str]
@@ -18,8 +18,8 @@ class RustPanic(Exception): ...
 class PolicyConfigError(Exception): ...
 class QueueUsageError(Exception): ...
 
-_Target = tuple[int, int | None]
-_Version = tuple[int, int]
+_Target: TypeAlias = tuple[int, int | None]
+_Version: TypeAlias = tuple[int, int]
 
 class RuntimeAffinityTable:
     def __init__(
@@ -70,7 +70,6 @@ class RuntimeAffinityTable:
 
 # ---- policy queue (below this line) ----
 
-from typing import TypeAlias  # noqa: E402 - the queue half keeps its own imports
 
 HAS_QUEUE_RECHECK: Final[bool]
 

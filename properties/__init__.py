@@ -4,7 +4,7 @@ Importing this package registers every property. `python -m properties`
 prints the catalogue; `--markdown` prints the auditors' Markdown.
 """
 
-from properties import conservation, coverage, lease, replica, ttl
+from properties import conservation, coverage, lease, queue, replica, ttl
 from properties.registry import Property, Step, get, properties, reached, violated
 
 __all__ = [
@@ -15,6 +15,7 @@ __all__ = [
     "get",
     "lease",
     "properties",
+    "queue",
     "reached",
     "replica",
     "ttl",

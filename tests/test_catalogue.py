@@ -14,7 +14,7 @@ CATALOGUE = Path(__file__).resolve().parent.parent / "properties" / "CATALOGUE.m
 
 
 def test_the_committed_catalogue_matches_the_registry() -> None:
-    """properties/CATALOGUE.md is exactly what `python -m properties --markdown` prints."""
+    """CATALOGUE.md is exactly what `python -m properties --markdown` prints."""
     assert markdown() == CATALOGUE.read_text(encoding="utf-8")
 
 
