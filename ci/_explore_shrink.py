@@ -11,23 +11,20 @@ failing program's length is read from the harness' step counter at teardown
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import ClassVar, cast
 
 from hypothesis.stateful import run_state_machine_as_test
 
 from ci._explore_graph import Bound, explore
 from ci.profiles import CANARY_SETTINGS
+from ci.trace import save
+from ci.trace_affinity import record
 from model.affinity import ModelAffinity
-from model.ops import OP_TYPES, Op
-from model.types import AffinityConfig, Target, Version
+from model.ops import Op
 from stateful.affinity_machine import AffinityMachine
-
-TRACE_FORMAT = "affinity-ops/1"
-"""The explorer's own trace format (until `ci/trace.py` defines the shared one)."""
 
 
 @dataclass(frozen=True)
@@ -66,58 +63,32 @@ def shortest_counterexample(
 # ---- trace files -------------------------------------------------------------
 
 
-def _encode(value: object) -> Any:
-    """Operation fields as JSON: targets and versions become objects."""
-    if isinstance(value, Target):
-        return {"worker": value.worker, "rank": value.rank}
-    if isinstance(value, Version):
-        return {"sequence": value.sequence, "writer": value.writer}
-    return value
-
-
-def encode_op(op: Op) -> dict[str, Any]:
-    """`{"op": <class name>, <field>: <value>, ...}` with `model.ops` field names."""
-    return {"op": type(op).__name__} | {k: _encode(v) for k, v in vars(op).items()}
-
-
-def decode_op(document: dict[str, Any]) -> Op:
-    """The inverse of `encode_op`."""
-    fields = {k: v for k, v in document.items() if k != "op"}
-    for name in ("requested", "target", "dispatched"):
-        if isinstance(fields.get(name), dict):
-            fields[name] = Target(**fields[name])
-    if isinstance(fields.get("version"), dict):
-        fields["version"] = Version(**fields["version"])
-    op_type = next(t for t in OP_TYPES if t.__name__ == document["op"])
-    return op_type(**fields)
-
-
-def encode_config(config: AffinityConfig) -> dict[str, Any]:
-    """`AffinityConfig` fields by name; the mode by its value."""
-    return {
-        "ttl_ns": config.ttl_ns,
-        "mode": config.mode.value,
-        "max_entries": config.max_entries,
-        "max_session_id_bytes": config.max_session_id_bytes,
-        "reaping": config.reaping,
-    }
-
-
 def write_trace(path: Path, example: Counterexample) -> Path:
-    """Write `example` as a JSON trace: configuration, session pool, operations."""
-    document = {
-        "format": TRACE_FORMAT,
-        "source": "python -m ci.explore --counterexamples",
-        "canary": example.canary,
-        "bound": example.bound.name,
-        "violated": example.prop,
-        "config": encode_config(example.bound.config),
-        "session_pool": list(example.bound.session_ids),
-        "ops": [encode_op(op) for op in example.ops],
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(document, indent=2, ensure_ascii=False) + "\n")
-    return path
+    """Write `example` as a trace that `python -m ci.replay` accepts.
+
+    The trace records the reference model's answers (as every trace does);
+    replayed with `--canary NAME` it shows where the broken model diverges.
+    """
+    last = len(example.ops)
+    comments = [""] * (last - 1) + [
+        f"{example.canary} violates {example.prop} here (BFS-shortest)"
+    ]
+    trace = record(
+        example.bound.config,
+        example.bound.session_ids,
+        example.ops,
+        description=(
+            f"Shortest counterexample for model canary {example.canary} in bound "
+            f"{example.bound.name}: {last} steps to a violation of {example.prop}"
+        ),
+        comments=comments,
+    )
+    return save(trace, path)
+
+
+def replay_command(path: Path, example: Counterexample) -> str:
+    """The one line that replays `path` against the canary it was found on."""
+    return f"python -m ci.replay {path} --canary {example.canary}"
 
 
 # ---- Hypothesis' shrunk length ---------------------------------------------------

@@ -58,6 +58,7 @@ from ci._explore_replay import ReplayResult, edge_cover_paths, replay_paths
 from ci._explore_shrink import (
     Counterexample,
     ShrinkQuality,
+    replay_command,
     shortest_counterexample,
     shrink_quality,
     write_trace,
@@ -405,10 +406,11 @@ def _counterexamples(bounds: Sequence[Bound], out: Path, console: Console) -> in
             failed = True
             console.print(f"[red]{name}: survived every bound[/red]")
             continue
-        path = write_trace(out / f"{name}.json", example)
-        console.print(f"{name}: {len(example.ops)} steps -> {path}")
+        path = write_trace(out / name / "trace.json", example)
+        console.print(f"{name}: {len(example.ops)} steps, violates {example.prop}")
         for op in example.ops:
             console.print(f"    {op}")
+        console.print(f"  replay: {replay_command(path.parent, example)}")
     for quality in shrink_report(bounds):
         table.add_row(
             quality.canary,

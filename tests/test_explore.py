@@ -31,7 +31,6 @@ from ci._explore_graph import (
 from ci._explore_picture import to_dot, to_svg
 from ci._explore_replay import edge_cover_paths, replay_paths
 from ci._explore_shrink import (
-    decode_op,
     hypothesis_shrunk_steps,
     shortest_counterexample,
     write_trace,
@@ -39,6 +38,7 @@ from ci._explore_shrink import (
 from ci.canaries.affinity import MODEL_CANARIES
 from ci.explore import BOUNDS, CI_BOUNDS, bound_named, read_counts
 from ci.profiles import selected_profile
+from ci.trace import load
 from model.affinity import CLOCK_NS_MAX, Binding, ModelAffinity
 from model.ops import Acquire, Advance, Commit, Op, Query, Release, outcome_of
 from model.types import SECOND_NS, Target
@@ -290,14 +290,14 @@ def test_a_broken_model_has_a_shortest_counterexample(canary: str) -> None:
 def test_a_counterexample_trace_replays_to_the_violation(
     canary: str, tmp_path: Path
 ) -> None:
-    """The written trace decodes to the same ops, which violate the property."""
+    """The written trace loads as the same ops, which violate the property."""
     model_type = MODEL_CANARIES[canary]
     example = shortest_counterexample(canary, model_type, BOUNDS)
     assert example is not None
 
-    document = json.loads(write_trace(tmp_path / "trace.json", example).read_text())
-    ops = [decode_op(op) for op in document["ops"]]
-    model = model_type(example.bound.config)
+    trace = load(write_trace(tmp_path / "trace.json", example))
+    ops = list(trace.ops)
+    model = model_type(trace.config)
     steps = []
     for op in ops:
         before = model.state()
@@ -306,7 +306,7 @@ def test_a_counterexample_trace_replays_to_the_violation(
         steps.append(Step(before, op, outcome, model.state()))
 
     assert list(example.ops) == ops
-    prop = get(document["violated"])
+    prop = get(example.prop)
     subject = steps[-1] if prop.over == "step" else steps[-1].after
     assert not prop.predicate(subject)
 
