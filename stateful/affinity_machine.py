@@ -19,6 +19,7 @@ from hypothesis.stateful import (
     rule,
 )
 
+from ci import failures
 from model.affinity import (
     CLOCK_NS_MAX,
     Binding,
@@ -115,6 +116,8 @@ class AffinityMachine(RuleBasedStateMachine):
                 type(self).goals_reached.add(goal)
             event(f"reached {goal}")
         note(f"step {report.index}: {op} -> {report.expected}")
+        if not report.ok:
+            failures.capture(rule_name, report)  # the artifact names this check
         assert report.expected == report.actual, report.first_difference()
         assert report.model_view == report.sut_view, report.first_difference()
         assert not report.violations, report.first_difference()
@@ -176,6 +179,7 @@ class AffinityMachine(RuleBasedStateMachine):
         self.harness = AffinityHarness(
             config=config, session_pool=SESSION_POOL, factory=factory
         )
+        failures.track(self, self.harness)  # the final replay becomes a trace
         note(f"config: {config}")
 
     @rule(session_id=sessions, requested=pins)

@@ -171,9 +171,11 @@ class AffinityHarness:
         self.model = ModelAffinity(self.config)
         self.sut = self.factory(self.config)
         self.steps = 0
+        self.ops: list[Op] = []  # the program so far, for traces (ci/trace.py)
 
     def step(self, op: Op) -> StepReport:
         """Apply `op` to both sides, compare, and check every property."""
+        self.ops.append(op)  # first, so that a step that raises is recorded too
         before = self.model.state()
         expected = outcome_of(self.model, op)
         actual = outcome_of(self.sut, op)

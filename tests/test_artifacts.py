@@ -1,0 +1,250 @@
+"""A failing machine leaves a folder a developer can replay, and a line to paste."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from ci import failures
+from ci.artifacts import (
+    ARTIFACTS_ENV,
+    LATEST,
+    folder_name_for,
+    program_lines,
+    replay_command,
+    reproductions,
+    write_artifacts,
+)
+from ci.canaries.affinity import CANARIES
+from ci.profiles import CANARY_SETTINGS
+from ci.replay import EXIT_AGREE, EXIT_DIVERGED
+from ci.replay import main as replay_main
+from ci.trace import load
+from stateful.affinity_machine import AffinityMachine
+
+REPO = Path(__file__).resolve().parent.parent
+TEST = "tests/test_x.py::test_the_machine[native]"
+STAMP = "20260101T000000.000000Z"
+"""A fixed stamp: these tests never depend on the wall clock."""
+
+
+@pytest.fixture(scope="module")
+def caught() -> tuple[tuple[failures.FinalRun, ...], AssertionError]:
+    """The forgetful-release canary's final replay and the error Hypothesis raised."""
+    failures.reset()
+    machine = type(
+        "Canary_forgetful_release",
+        (AffinityMachine,),
+        {"factory": CANARIES["forgetful_release"]},
+    )
+    with pytest.raises(AssertionError) as raised:
+        run_state_machine_as_test(
+            machine, settings=settings(CANARY_SETTINGS, print_blob=True)
+        )
+    runs = failures.final_runs()
+    failures.reset()
+    return runs, raised.value
+
+
+@pytest.fixture
+def folder(
+    caught: tuple[tuple[failures.FinalRun, ...], AssertionError], tmp_path: Path
+) -> Path:
+    """The artifact folder written for the canary's failure."""
+    runs, error = caught
+    (written,) = write_artifacts(runs, TEST, error, root=tmp_path, stamp=STAMP)
+    return written
+
+
+def test_only_the_final_replay_is_tracked(
+    caught: tuple[tuple[failures.FinalRun, ...], AssertionError],
+) -> None:
+    """One failure, one final replay, with the check that failed in it."""
+    runs, _ = caught
+
+    assert 1 == len(runs)
+    assert runs[0].failed is not None
+    assert "canary:forgetful_release" == runs[0].sut
+
+
+def test_outside_hypothesis_nothing_is_tracked() -> None:
+    """`in_final_run` is false without a build context."""
+    assert not failures.in_final_run()
+
+
+def test_the_folder_is_named_by_test_and_stamp(folder: Path, tmp_path: Path) -> None:
+    """`<root>/<test>/<stamp>/`, the test name made file-system safe."""
+    assert tmp_path / "test_the_machine-native" / STAMP == folder
+
+
+def test_the_folder_holds_trace_program_failure_and_meta(folder: Path) -> None:
+    """Four files: the trace, the printed program, the failure, the metadata."""
+    names = sorted(path.name for path in folder.iterdir())
+
+    assert ["failure.txt", "meta.json", "program.py", "trace.json"] == names
+
+
+def test_latest_points_at_the_newest_folder(folder: Path) -> None:
+    """`<test>/latest` is a relative link to the stamp folder."""
+    latest = folder.parent / LATEST
+
+    assert latest.is_symlink()
+    assert STAMP == str(latest.readlink())
+
+
+def test_a_second_failure_with_the_same_stamp_gets_its_own_folder(
+    caught: tuple[tuple[failures.FinalRun, ...], AssertionError], folder: Path
+) -> None:
+    """Folders are never overwritten; `latest` moves to the new one."""
+    runs, error = caught
+
+    (again,) = write_artifacts(
+        runs, TEST, error, root=folder.parent.parent, stamp=STAMP
+    )
+
+    assert folder.parent / f"{STAMP}-1" == again
+    assert f"{STAMP}-1" == str((folder.parent / LATEST).readlink())
+
+
+def test_the_trace_ends_with_the_failing_step(
+    caught: tuple[tuple[failures.FinalRun, ...], AssertionError], folder: Path
+) -> None:
+    """The trace is the shrunk program: as long as the step that failed."""
+    runs, _ = caught
+    failed = runs[0].failed
+    assert failed is not None
+
+    trace = load(folder)
+
+    assert failed.step == len(trace.steps)
+    assert failed.op == trace.ops[-1]
+
+
+def test_the_meta_records_versions_profile_commit_blob_and_check(
+    folder: Path,
+) -> None:
+    """Everything needed to reproduce, pinned: versions, settings, commit, blob."""
+    meta = json.loads((folder / "meta.json").read_text())
+
+    assert "1.6.1" == meta["crate_version"]
+    assert meta["hypothesis_version"] in meta["reproduce_failure"]
+    assert meta["blob"]
+    assert "states_agree" == meta["failing_check"]["check"]
+    assert "release" == meta["failing_check"]["rule"]
+    assert meta["shrunk_steps"] == meta["failing_check"]["step"]
+    assert 40 == len(meta["git_commit"])
+    assert CANARY_SETTINGS.max_examples == meta["profile"]["max_examples"]
+    assert replay_command(folder) == meta["replay"]
+
+
+def test_the_printed_program_is_kept_as_a_program(folder: Path) -> None:
+    """program.py starts from `state = ...` and names the reproduction decorator."""
+    program = (folder / "program.py").read_text()
+
+    assert "state = Canary_forgetful_release()" in program
+    assert "state.release(" in program
+    assert "@reproduce_failure(" in program
+
+
+def test_the_artifact_replays_as_a_divergence_against_its_canary(
+    folder: Path,
+) -> None:
+    """`python -m ci.replay <folder> --canary forgetful_release` exits 1."""
+    assert EXIT_DIVERGED == replay_main([str(folder), "--canary", "forgetful_release"])
+
+
+def test_the_artifact_replays_cleanly_against_the_crate(folder: Path) -> None:
+    """The same program on the unbroken crate agrees at every step."""
+    assert EXIT_AGREE == replay_main([str(folder)])
+
+
+def test_reproductions_are_read_from_the_failure_text() -> None:
+    """The decorator, its Hypothesis version, the blob and a seed are parsed."""
+    text = (
+        "You can reproduce this failure by adding @seed(1234) to this test\n"
+        "adding @reproduce_failure('6.170.17', b'AXic') as a decorator"
+    )
+
+    (found,) = reproductions(text)
+
+    assert "@reproduce_failure('6.170.17', b'AXic')" == found.decorator
+    assert "6.170.17" == found.hypothesis_version
+    assert "AXic" == found.blob
+    assert 1234 == found.seed
+
+
+def test_program_lines_keep_statements_and_comment_draws() -> None:
+    """The machine's own step notes are dropped; draws become comments."""
+    notes = ["state = M()", "step 1: Advance(now_ns=1) -> ok", "Draw 1 (x): 3", "y"]
+
+    assert ["state = M()", "# Draw 1 (x): 3"] == program_lines(notes)
+
+
+def test_folder_names_are_file_system_safe() -> None:
+    """Brackets, colons and slashes of a parametrized node id become dashes."""
+    assert "test_canary-late_expiry" == folder_name_for(
+        "tests/test_a.py::test_canary[late_expiry]"
+    )
+
+
+FAILING_MACHINE_TEST = '''
+"""A machine test that fails: the system under test forgets every release."""
+
+from hypothesis import settings
+
+from ci.canaries.affinity import CANARIES
+from ci.profiles import CANARY_SETTINGS
+from stateful.affinity_machine import AffinityMachine
+
+Forgetful = type(
+    "Forgetful", (AffinityMachine,), {"factory": CANARIES["forgetful_release"]}
+)
+TestForgetful = Forgetful.TestCase
+TestForgetful.settings = settings(CANARY_SETTINGS, print_blob=True)
+'''
+
+
+def test_a_failing_machine_test_under_pytest_leaves_an_artifact_and_a_line(
+    tmp_path: Path,
+) -> None:
+    """The plugin writes the folder and the log ends with the replay command."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    tests.joinpath("test_forgetful.py").write_text(FAILING_MACHINE_TEST)
+    artifacts = tmp_path / "artifacts"
+
+    completed = subprocess.run(  # noqa: S603 - our own test run, fixed arguments
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-c",
+            str(REPO / "pyproject.toml"),
+            "--rootdir",
+            str(REPO),
+            "-p",
+            "no:cacheprovider",
+            "--hypothesis-profile=ci",
+            str(tests),
+        ],
+        cwd=REPO,
+        env=os.environ | {ARTIFACTS_ENV: str(artifacts)},
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=600,
+    )
+    latest = artifacts / "runTest" / LATEST
+    last_line = completed.stdout.rstrip().splitlines()[-1]
+
+    assert 1 == completed.returncode
+    assert latest.is_dir()
+    assert f"python -m ci.replay {latest.resolve()}" == last_line
+    assert "ci" == json.loads((latest / "meta.json").read_text())["profile"]["name"]
