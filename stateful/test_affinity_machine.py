@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis.stateful import run_state_machine_as_test
 
+from ci import stats
 from properties import properties
 from stateful.affinity_machine import AffinityMachine
 
@@ -20,7 +21,10 @@ def test_the_crate_agrees_with_the_model_and_every_goal_is_reached() -> None:
     AffinityMachine.rules_run.clear()
     AffinityMachine.steps_run = 0
 
-    run_state_machine_as_test(AffinityMachine)
+    try:
+        run_state_machine_as_test(AffinityMachine)
+    finally:  # the gate's summary wants the numbers of a failed run too
+        stats.record_machine("affinity", AffinityMachine, RULES, "AffinityMachine")
 
     print(f"steps: {AffinityMachine.steps_run}")
     goals = {p.name for p in properties(subject="affinity", kind="sometimes")}

@@ -1,0 +1,346 @@
+"""The CI gate: one command per job.
+
+    python -m ci.gate --profile pr|nightly [--junit PATH] [--artifacts DIR]
+                      [-n auto|N] [-- PYTEST_ARGS...]
+
+Builds nothing (install first: `pip install -e .`). Runs pytest once, with the
+Hypothesis profile the job names (`pr` -> `ci`, `nightly` -> `nightly`; `pr`
+also deselects tests marked `slow`), spread over cores by pytest-xdist, writing
+JUnit XML. Tests record statistics into a folder the gate provides
+(`VERIFY_STATS_DIR`, see `ci/stats.py`) and counterexample artifacts into
+`--artifacts` (`VERIFY_ARTIFACTS_DIR`, see `ci/artifacts.py`). Afterwards the
+gate prints a summary: tests, machine steps, rules and coverage goals reached,
+invariant evaluations, failures with their shrunk trace lengths and replay
+lines, and the canaries' shrunk lengths.
+
+Exit status: 0 when pytest passed; 1 when tests failed; 2 on a usage or
+infrastructure error -- bad arguments, pytest interrupted, an internal or
+usage error of pytest, no tests collected (pytest's 5), or no JUnit report.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+from rich.console import Console
+from rich.table import Table
+
+from ci.artifacts import ARTIFACTS_ENV, DEFAULT_ROOT, LATEST, replay_command
+from ci.stats import STATS_ENV, read_all
+
+PROG: Final[str] = "ci.gate"
+REPO_ROOT: Final[Path] = Path(__file__).resolve().parent.parent
+HYPOTHESIS_PROFILES: Final[dict[str, str]] = {"pr": "ci", "nightly": "nightly"}
+EXIT_PASS: Final[int] = 0
+EXIT_FAIL: Final[int] = 1
+EXIT_INFRA: Final[int] = 2
+PYTEST_FAILED: Final[int] = 1
+PYTEST_NO_TESTS: Final[int] = 5
+PYTEST_EXIT_NAMES: Final[dict[int, str]] = {
+    2: "interrupted",
+    3: "internal error",
+    4: "usage error",
+    5: "no tests collected",
+}
+GATE_TIMEOUT_S: Final[int] = 6 * 60 * 60
+"""A whole gate run may take at most this long (nightly included)."""
+ARTIFACTS_MAX: Final[int] = 10_000
+CONSOLE_WIDTH_MIN: Final[int] = 140
+
+
+class UsageError(Exception):
+    """The gate cannot run; the message is the one line to print."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line."""
+    parser = _Parser(prog=f"python -m {PROG}", description="Run the CI gate.")
+    parser.add_argument("--profile", required=True, choices=sorted(HYPOTHESIS_PROFILES))
+    parser.add_argument("--junit", type=Path, default=None, help="JUnit XML path")
+    parser.add_argument(
+        "--artifacts",
+        type=Path,
+        default=DEFAULT_ROOT,
+        help="where counterexample folders go (default ci/artifacts)",
+    )
+    parser.add_argument(
+        "-n", dest="workers", default="auto", help="pytest-xdist workers (default auto)"
+    )
+    parser.add_argument(
+        "pytest_args", nargs="*", help="after --: passed to pytest unchanged"
+    )
+    return parser
+
+
+@dataclass(frozen=True)
+class JUnitCounts:
+    """What the JUnit report says about the run."""
+
+    tests: int
+    failures: int
+    errors: int
+    skipped: int
+    time_s: float
+
+    @property
+    def passed(self) -> int:
+        """Tests that neither failed, erred nor were skipped."""
+        return self.tests - self.failures - self.errors - self.skipped
+
+
+@dataclass(frozen=True)
+class Counterexample:
+    """One artifact folder written during this run."""
+
+    folder: Path
+    test: str
+    check: str
+    steps: int
+
+
+def read_junit(path: Path) -> JUnitCounts | None:
+    """Sum the test suites of a JUnit XML file; None if it is missing or broken."""
+    try:
+        root = ET.parse(path).getroot()  # noqa: S314 - our own pytest's report
+    except (OSError, ET.ParseError):
+        return None
+    suites = [root] if root.tag == "testsuite" else list(root.iter("testsuite"))
+
+    def total(name: str) -> int:
+        return sum(int(suite.get(name, "0")) for suite in suites)
+
+    return JUnitCounts(
+        tests=total("tests"),
+        failures=total("failures"),
+        errors=total("errors"),
+        skipped=total("skipped"),
+        time_s=sum(float(suite.get("time", "0")) for suite in suites),
+    )
+
+
+def artifact_folders(root: Path) -> set[Path]:
+    """Every `<test>/<stamp>` folder under `root` (the `latest` links excluded)."""
+    if not root.is_dir():
+        return set()
+    folders = {
+        stamp
+        for test in sorted(root.iterdir())
+        if test.is_dir() and not test.is_symlink()
+        for stamp in sorted(test.iterdir())
+        if stamp.is_dir() and not stamp.is_symlink() and stamp.name != LATEST
+    }
+    if len(folders) > ARTIFACTS_MAX:
+        raise UsageError(f"{len(folders)} artifact folders under {root}; clean up")
+    return folders
+
+
+def describe_artifact(folder: Path) -> Counterexample:
+    """Read an artifact's meta.json for the summary."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return Counterexample(folder, folder.parent.name, "(no meta.json)", -1)
+    failed = meta.get("failing_check") or {}
+    check = failed.get("check", "?")
+    if failed.get("violated"):
+        check += ": " + ", ".join(failed["violated"])
+    return Counterexample(
+        folder=folder,
+        test=str(meta.get("test", folder.parent.name)),
+        check=check,
+        steps=int(meta.get("shrunk_steps", -1)),
+    )
+
+
+def pytest_command(
+    profile: str, junit: Path, workers: str, pytest_args: Sequence[str]
+) -> list[str]:
+    """The one pytest invocation of the gate."""
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-c",
+        str(REPO_ROOT / "pyproject.toml"),
+        "--rootdir",
+        str(REPO_ROOT),
+        f"--hypothesis-profile={HYPOTHESIS_PROFILES[profile]}",
+        "-n",
+        workers,
+        f"--junitxml={junit}",
+        "-p",
+        "no:cacheprovider",
+    ]
+    if profile == "pr":
+        command += ["-m", "not slow"]
+    return command + list(pytest_args)
+
+
+@dataclass(frozen=True)
+class GateRun:
+    """Everything the summary reports about one pytest run."""
+
+    profile: str
+    returncode: int
+    counts: JUnitCounts | None
+    records: list[dict[str, Any]]
+    found: list[Counterexample]
+
+
+def _overview(run: GateRun) -> Table:
+    hypothesis_profile = HYPOTHESIS_PROFILES[run.profile]
+    table = Table(
+        title=f"gate: profile {run.profile} (Hypothesis {hypothesis_profile})"
+    )
+    for column in ("tests", "passed", "failed", "errors", "skipped", "pytest s"):
+        table.add_column(column, justify="right")
+    counts = run.counts
+    if counts is not None:
+        table.add_row(
+            str(counts.tests),
+            str(counts.passed),
+            str(counts.failures),
+            str(counts.errors),
+            str(counts.skipped),
+            f"{counts.time_s:.1f}",
+        )
+    return table
+
+
+def _machines(records: list[dict[str, Any]]) -> Table:
+    table = Table(title="machines")
+    for column in ("machine", "steps", "rules run", "goals reached", "checks"):
+        table.add_column(column, justify="left" if column == "machine" else "right")
+    for record in records:
+        table.add_row(
+            record["name"],
+            str(record["steps_run"]),
+            f"{len(record['rules_run'])}/{len(record['rules'])}",
+            f"{len(record['goals_reached'])}/{len(record['goals'])}",
+            str(record["invariant_checks"]),
+        )
+    return table
+
+
+def _shrinks(records: list[dict[str, Any]]) -> Table:
+    table = Table(title="canary counterexamples, shrunk")
+    for column in ("canary", "steps", "bound"):
+        table.add_column(column, justify="left" if column == "canary" else "right")
+    for record in records:
+        table.add_row(record["name"], str(record["steps"]), str(record["bound"]))
+    return table
+
+
+def _found(found: list[Counterexample]) -> Table:
+    table = Table(title="counterexamples found in this run")
+    for column in ("test", "failed check", "shrunk steps", "replay"):
+        table.add_column(column)
+    for example in found:
+        table.add_row(
+            example.test,
+            example.check,
+            str(example.steps),
+            replay_command(example.folder),
+        )
+    return table
+
+
+def summarize(console: Console, run: GateRun) -> None:
+    """Print the gate's tables, then one replay line per counterexample."""
+    console.print(_overview(run))
+    machines = [record for record in run.records if record["kind"] == "machine"]
+    if machines:
+        console.print(_machines(machines))
+    for record in machines:
+        for goal in sorted(set(record["goals"]) - set(record["goals_reached"])):
+            console.print(f"{record['name']}: goal never reached: {goal}")
+    shrinks = [record for record in run.records if record["kind"] == "shrink"]
+    if shrinks:
+        console.print(_shrinks(shrinks))
+    if run.found:
+        console.print(_found(run.found))
+    verdict = {0: "PASS", 1: "FAIL"}.get(run.returncode, "ERROR")
+    console.print(f"gate {verdict} (pytest exit {run.returncode})")
+    for example in run.found:
+        # Plain print: a pasteable line must never be wrapped at the console width.
+        print(replay_command(example.folder), flush=True)
+
+
+def run(arguments: argparse.Namespace, console: Console) -> int:
+    """Run pytest once and summarize; return the gate's exit status."""
+    artifacts: Path = arguments.artifacts.resolve()
+    before = artifact_folders(artifacts)
+    with tempfile.TemporaryDirectory(prefix="verify-gate-") as scratch:
+        junit: Path = arguments.junit or Path(scratch) / "junit.xml"
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        stats = Path(scratch) / "stats"
+        env = os.environ | {
+            "HYPOTHESIS_PROFILE": HYPOTHESIS_PROFILES[arguments.profile],
+            STATS_ENV: str(stats),
+            ARTIFACTS_ENV: str(artifacts),
+        }
+        command = pytest_command(
+            arguments.profile, junit, arguments.workers, arguments.pytest_args
+        )
+        try:
+            completed = subprocess.run(  # noqa: S603 - our own interpreter and pytest
+                command, cwd=REPO_ROOT, env=env, check=False, timeout=GATE_TIMEOUT_S
+            )
+        except subprocess.TimeoutExpired:
+            console.print(f"{PROG}: error: pytest ran past {GATE_TIMEOUT_S} s")
+            return EXIT_INFRA
+        records = read_all(stats) if stats.is_dir() else []
+        counts = read_junit(junit)
+    found = [
+        describe_artifact(folder)
+        for folder in sorted(artifact_folders(artifacts) - before)
+    ]
+    summarize(
+        console,
+        GateRun(arguments.profile, completed.returncode, counts, records, found),
+    )
+    if completed.returncode == PYTEST_FAILED:
+        return EXIT_FAIL
+    if completed.returncode != 0:
+        name = PYTEST_EXIT_NAMES.get(completed.returncode, "unknown exit status")
+        print(
+            f"{PROG}: error: pytest exited {completed.returncode} ({name})",
+            file=sys.stderr,
+        )
+        return EXIT_INFRA
+    if counts is None:
+        print(
+            f"{PROG}: error: pytest wrote no JUnit report at {junit}", file=sys.stderr
+        )
+        return EXIT_INFRA
+    return EXIT_PASS
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    try:
+        arguments = build_parser().parse_args(argv)
+        width = None if sys.stdout.isatty() else CONSOLE_WIDTH_MIN
+        return run(arguments, Console(highlight=False, width=width))
+    except UsageError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return EXIT_INFRA
+
+
+if __name__ == "__main__":
+    sys.exit(main())

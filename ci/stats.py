@@ -1,0 +1,95 @@
+"""Run statistics for the gate's summary, one small JSON file per record.
+
+The gate (`python -m ci.gate`) sets `VERIFY_STATS_DIR` to a fresh folder; tests
+that know something worth summarising write a record there, and the gate reads
+them all after pytest exits. Without the variable nothing is written. Each
+process writes its own files, so pytest-xdist workers never share one.
+
+Record kinds:
+
+* `machine`: a differential machine's run -- steps, rules run of all rules,
+  coverage goals reached of all goals, invariant evaluations;
+* `shrink`: a canary's shrunk counterexample length against its stated bound.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final, Literal, Protocol
+
+from properties import properties
+from properties.registry import Subject
+
+STATS_ENV: Final[str] = "VERIFY_STATS_DIR"
+RECORDS_MAX: Final[int] = 10_000
+_UNSAFE: Final[re.Pattern[str]] = re.compile(r"[^A-Za-z0-9_.-]+")
+
+Kind = Literal["machine", "shrink"]
+
+
+class MachineStats(Protocol):
+    """What a differential machine class tallies while it runs."""
+
+    steps_run: int
+    rules_run: set[str]
+    goals_reached: set[str]
+
+
+def stats_dir() -> Path | None:
+    """The folder named by `VERIFY_STATS_DIR`, if any."""
+    configured = os.environ.get(STATS_ENV)
+    return Path(configured) if configured else None
+
+
+def write(kind: Kind, name: str, record: dict[str, Any]) -> Path | None:
+    """Write one record (if the gate asked for statistics); return its path."""
+    directory = stats_dir()
+    if directory is None:
+        return None
+    directory.mkdir(parents=True, exist_ok=True)
+    safe = _UNSAFE.sub("-", name)
+    path = directory / f"{kind}-{safe}-{os.getpid()}.json"
+    path.write_text(
+        json.dumps({"kind": kind, "name": name} | record, sort_keys=True, indent=2)
+        + "\n"
+    )
+    return path
+
+
+def record_machine(
+    subject: Subject, machine: MachineStats, rules: Sequence[str], name: str
+) -> Path | None:
+    """Record a machine's steps, rules, coverage goals and invariant evaluations."""
+    goals = sorted(p.name for p in properties(subject=subject, kind="sometimes"))
+    invariants = len(properties(subject=subject, kind="always"))
+    return write(
+        "machine",
+        name,
+        {
+            "subject": subject,
+            "steps_run": machine.steps_run,
+            "rules_run": sorted(machine.rules_run),
+            "rules": sorted(rules),
+            "goals_reached": sorted(set(goals) & machine.goals_reached),
+            "goals": goals,
+            "invariant_checks": machine.steps_run * invariants,
+        },
+    )
+
+
+def record_shrink(canary: str, steps: int, bound: int) -> Path | None:
+    """Record how short a canary's shrunk counterexample came out."""
+    return write("shrink", canary, {"steps": steps, "bound": bound})
+
+
+def read_all(directory: Path) -> list[dict[str, Any]]:
+    """Every record in `directory`, sorted by kind and name."""
+    paths = sorted(directory.glob("*.json"))
+    if len(paths) > RECORDS_MAX:
+        raise RuntimeError(f"{len(paths)} statistics files exceed {RECORDS_MAX}")
+    records = [json.loads(path.read_text()) for path in paths]
+    return sorted(records, key=lambda record: (record["kind"], record["name"]))

@@ -1,0 +1,219 @@
+"""`python -m ci.gate`: exit 0, 1 or 2, JUnit XML, artifacts and a summary.
+
+Each test runs the gate as a command on a tiny test folder of its own, so the
+gate's own pytest run stays short.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from ci.gate import EXIT_FAIL, EXIT_INFRA, EXIT_PASS
+
+REPO = Path(__file__).resolve().parent.parent
+GATE_TIMEOUT_S = 900
+
+PASSING = '''
+"""A short machine run that records its statistics, as the real one does."""
+
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from ci import stats
+from stateful.affinity_machine import AffinityMachine
+
+Short = type(
+    "Short",
+    (AffinityMachine,),
+    {"goals_reached": set(), "rules_run": set(), "steps_run": 0},
+)
+
+
+def test_a_short_machine_run_agrees() -> None:
+    """A few short programs agree with the crate."""
+    try:
+        run_state_machine_as_test(
+            Short, settings=settings(max_examples=5, stateful_step_count=10)
+        )
+    finally:
+        stats.record_machine("affinity", Short, ["acquire", "query"], "ShortMachine")
+'''
+
+FAILING = '''
+"""A machine test that fails: the system under test forgets every release."""
+
+from hypothesis import settings
+
+from ci.canaries.affinity import CANARIES
+from ci.profiles import CANARY_SETTINGS
+from stateful.affinity_machine import AffinityMachine
+
+Forgetful = type(
+    "Forgetful", (AffinityMachine,), {"factory": CANARIES["forgetful_release"]}
+)
+TestForgetful = Forgetful.TestCase
+TestForgetful.settings = settings(CANARY_SETTINGS, print_blob=True)
+'''
+
+
+def _gate(*argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - our own module, fixed arguments
+        [sys.executable, "-m", "ci.gate", *argv],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=GATE_TIMEOUT_S,
+    )
+
+
+def _folder(tmp_path: Path, name: str, source: str) -> Path:
+    folder = tmp_path / "suite"
+    folder.mkdir()
+    folder.joinpath(name).write_text(source)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def passing_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The gate over one passing machine test, and its JUnit path."""
+    tmp_path = tmp_path_factory.mktemp("passing")
+    suite = _folder(tmp_path, "test_short.py", PASSING)
+    junit = tmp_path / "reports" / "junit.xml"
+    completed = _gate(
+        "--profile",
+        "pr",
+        "-n",
+        "0",
+        "--junit",
+        str(junit),
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--",
+        str(suite),
+    )
+    return completed, junit
+
+
+@pytest.fixture(scope="module")
+def failing_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The gate over one failing machine test on two xdist workers."""
+    tmp_path = tmp_path_factory.mktemp("failing")
+    suite = _folder(tmp_path, "test_forgetful.py", FAILING)
+    artifacts = tmp_path / "artifacts"
+    completed = _gate(
+        "--profile", "pr", "-n", "2", "--artifacts", str(artifacts), "--", str(suite)
+    )
+    return completed, artifacts
+
+
+def test_a_passing_run_exits_zero(
+    passing_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """All tests passed: status 0 and a PASS verdict."""
+    completed, _ = passing_run
+
+    assert EXIT_PASS == completed.returncode
+    assert "gate PASS (pytest exit 0)" in completed.stdout
+
+
+def test_a_passing_run_writes_junit_xml_where_asked(
+    passing_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """`--junit PATH` holds pytest's report: one test, no failure."""
+    _, junit = passing_run
+
+    suite = ET.parse(junit).getroot().find("testsuite")  # noqa: S314 - our own report
+    assert suite is not None
+
+    assert "1" == suite.get("tests")
+    assert "0" == suite.get("failures")
+
+
+def test_the_summary_shows_the_machines_steps_rules_and_goals(
+    passing_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """The machine's statistics file reaches the summary table."""
+    completed, _ = passing_run
+
+    row = next(line for line in completed.stdout.splitlines() if "ShortMachine" in line)
+
+    assert "/2" in row  # rules run out of the two the test declared
+
+
+def test_a_failing_run_exits_one(
+    failing_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """A failed machine test: status 1 and a FAIL verdict."""
+    completed, _ = failing_run
+
+    assert EXIT_FAIL == completed.returncode
+    assert "gate FAIL (pytest exit 1)" in completed.stdout
+
+
+def test_a_failing_run_collects_the_artifact_from_an_xdist_worker(
+    failing_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """The worker wrote the folder into `--artifacts`; `latest` points at it."""
+    _, artifacts = failing_run
+
+    assert (artifacts / "runTest" / "latest" / "trace.json").is_file()
+
+
+def test_a_failing_run_ends_with_the_replay_line(
+    failing_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """The last line of the gate's log is the command to paste."""
+    completed, artifacts = failing_run
+    folder = (artifacts / "runTest" / "latest").resolve()
+
+    assert f"python -m ci.replay {folder}" == completed.stdout.rstrip().splitlines()[-1]
+
+
+def test_a_failing_run_reports_the_shrunk_length_and_check(
+    failing_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """The counterexample table names the failed check and the trace length."""
+    completed, _ = failing_run
+
+    assert "counterexamples found in this run" in completed.stdout
+    assert "states_agree" in completed.stdout
+
+
+def test_a_run_that_collects_no_tests_exits_two(tmp_path: Path) -> None:
+    """Pytest's 'no tests collected' (5) is an infrastructure error: status 2."""
+    suite = _folder(tmp_path, "test_short.py", PASSING)
+
+    completed = _gate(
+        "--profile",
+        "pr",
+        "-n",
+        "0",
+        "--artifacts",
+        str(tmp_path / "artifacts"),
+        "--",
+        str(suite),
+        "-k",
+        "no_test_is_called_this",
+    )
+
+    assert EXIT_INFRA == completed.returncode
+    assert "ci.gate: error: pytest exited 5 (no tests collected)\n" == completed.stderr
+
+
+def test_an_unknown_profile_exits_two_with_one_line() -> None:
+    """A usage error is one `ci.gate: error:` line on stderr and status 2."""
+    completed = _gate("--profile", "weekly")
+
+    assert EXIT_INFRA == completed.returncode
+    assert 1 == len(completed.stderr.splitlines())
+    assert completed.stderr.startswith("ci.gate: error: argument --profile")
