@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import xml.etree.ElementTree as ET
 from dataclasses import replace
@@ -10,6 +11,7 @@ from itertools import pairwise
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 import ci.explore as explore_cli
 from ci._explore_coverage import (
@@ -38,6 +40,7 @@ from ci._explore_shrink import (
 from ci.canaries.affinity import MODEL_CANARIES
 from ci.explore import BOUNDS, CI_BOUNDS, bound_named, read_counts
 from ci.profiles import selected_profile
+from ci.replay import main as replay_main
 from ci.trace import load
 from model.affinity import CLOCK_NS_MAX, Binding, ModelAffinity
 from model.ops import Acquire, Advance, Commit, Op, Query, Release, outcome_of
@@ -309,6 +312,23 @@ def test_a_counterexample_trace_replays_to_the_violation(
     prop = get(example.prop)
     subject = steps[-1] if prop.over == "step" else steps[-1].after
     assert not prop.predicate(subject)
+
+
+@pytest.mark.parametrize("canary", sorted(MODEL_CANARIES))
+def test_ci_replay_accepts_a_counterexample_and_it_diverges_on_the_canary(
+    canary: str, tmp_path: Path
+) -> None:
+    """`python -m ci.replay` agrees on the model and diverges on the canary."""
+    example = shortest_counterexample(canary, MODEL_CANARIES[canary], BOUNDS)
+    assert example is not None
+    path = write_trace(tmp_path / "trace.json", example)
+    quiet = Console(file=io.StringIO())
+
+    on_model = replay_main([str(path), "--sut", "model"], console=quiet)
+    on_canary = replay_main([str(path), "--canary", canary], console=quiet)
+
+    assert 0 == on_model
+    assert 1 == on_canary
 
 
 @pytest.mark.parametrize("canary", sorted(MODEL_CANARIES))
