@@ -70,7 +70,6 @@ class RuntimeAffinityTable:
 
 # ---- policy queue (below this line) ----
 
-
 HAS_QUEUE_RECHECK: Final[bool]
 
 _Worker: TypeAlias = tuple[int, int]

@@ -1,0 +1,59 @@
+"""Project hygiene that CI enforces: lint, format, strict typing, one importer."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+NATIVE_IMPORT = re.compile(
+    r"^\s*(from\s+impl\s+import\s+_native|import\s+impl\._native|from\s+impl\._native\s+import)",
+    re.MULTILINE,
+)
+
+
+def _run(*command: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - fixed tool invocations
+        command, cwd=ROOT, capture_output=True, text=True, check=False
+    )
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff comes with .[lint]")
+def test_ruff_finds_nothing() -> None:
+    """`ruff check` passes on the whole tree."""
+    result = _run("ruff", "check", ".")
+
+    assert 0 == result.returncode, result.stdout[-4000:]
+
+
+@pytest.mark.skipif(shutil.which("ruff") is None, reason="ruff comes with .[lint]")
+def test_the_tree_is_formatted() -> None:
+    """`ruff format --check` finds nothing to reformat."""
+    result = _run("ruff", "format", "--check", ".")
+
+    assert 0 == result.returncode, result.stdout[-4000:]
+
+
+def test_model_properties_and_adapter_type_check_strictly() -> None:
+    """Mypy --strict passes on the configured files."""
+    pytest.importorskip("mypy")
+    result = _run(sys.executable, "-m", "mypy")
+
+    assert 0 == result.returncode, result.stdout[-4000:]
+
+
+def test_exactly_one_module_imports_the_native_extension() -> None:
+    """Only impl/adapter.py imports impl._native."""
+    importers = sorted(
+        str(path.relative_to(ROOT))
+        for path in ROOT.rglob("*.py")
+        if "target" not in path.parts
+        and NATIVE_IMPORT.search(path.read_text(encoding="utf-8"))
+    )
+
+    assert ["impl/adapter.py"] == importers
