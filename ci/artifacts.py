@@ -5,6 +5,7 @@ this pytest plugin (loaded with `-p ci.artifacts`) writes
 
     <root>/<test>/<utc-stamp>/
         trace.json      the failing program, replayable without Hypothesis
+        minimal.json    the same failure with steps deleted (`ci/minimize.py`)
         program.py      the program Hypothesis printed (`state = AffinityMachine()` ...)
         failure.txt     the whole failure: message, notes, traceback, captured output
         meta.json       test, machine, system under test, failing check, profile
@@ -42,6 +43,8 @@ if TYPE_CHECKING:
     from collections.abc import Generator
 
     from ci.failures import FinalRun
+    from ci.trace_affinity import AffinityTrace
+    from stateful.harness import SutFactory
 
 ARTIFACTS_ENV: Final[str] = "VERIFY_ARTIFACTS_DIR"
 REPO_ROOT: Final[Path] = Path(__file__).resolve().parent.parent
@@ -50,6 +53,11 @@ LATEST: Final[str] = "latest"
 STAMP_ATTEMPTS_MAX: Final[int] = 100
 GIT_TIMEOUT_S: Final[int] = 10
 REPLAY_PROPERTY: Final[str] = "replay"
+MINIMAL_FILE: Final[str] = "minimal.json"
+MINIMIZE_STEPS_MAX: Final[int] = 2_000
+"""Longer failing programs are not minimized when the artifact is written."""
+MINIMIZE_REPLAYS_MAX: Final[int] = 500
+"""The writer's minimization budget; `python -m ci.minimize` allows more."""
 
 _BLOB = re.compile(r"@reproduce_failure\('(?P<version>[^']+)', b'(?P<blob>[^']*)'\)")
 _SEED = re.compile(r"@seed\((?P<seed>\d+)\)|--hypothesis-seed=(?P<flag>\d+)")
@@ -197,6 +205,23 @@ def _point_latest(test_dir: Path, folder: Path) -> None:
     staging.replace(test_dir / LATEST)
 
 
+def _write_minimal(
+    trace: AffinityTrace, factory: SutFactory, folder: Path
+) -> int | None:
+    """Write `minimal.json` (steps deleted while it still fails); its length."""
+    from ci.minimize import MinimizeError, minimize  # noqa: PLC0415 - on failure only
+    from ci.trace import save  # noqa: PLC0415 - idem
+
+    if len(trace.steps) > MINIMIZE_STEPS_MAX:
+        return None
+    try:
+        minimal, _ = minimize(trace, factory, MINIMIZE_REPLAYS_MAX)
+    except MinimizeError:  # no replayable failure, or the budget ran out
+        return None
+    save(minimal, folder / MINIMAL_FILE)
+    return len(minimal.steps)
+
+
 def write_artifact(
     run: FinalRun,
     test: str,
@@ -221,6 +246,7 @@ def write_artifact(
     harness = run.harness
     trace = record(harness.config, harness.session_pool, harness.ops, description)
     save(trace, folder)
+    minimal_steps = _write_minimal(trace, harness.factory, folder)
 
     reproduction = reproductions(failure_text)[0]
     program = program_lines(notes)
@@ -228,6 +254,11 @@ def write_artifact(
         f"# The program Hypothesis printed for {test}.",
         "# Replay it without Hypothesis: " + replay_command(folder),
     ]
+    if minimal_steps is not None:
+        header.append(
+            f"# A {minimal_steps}-step version: "
+            + replay_command(folder / MINIMAL_FILE)
+        )
     if reproduction.decorator is not None:
         header.append(
             f"# Rerun it under Hypothesis {reproduction.hypothesis_version}: "
@@ -244,6 +275,7 @@ def write_artifact(
         "stamp": folder.name,
         "replay": replay_command(folder),
         "shrunk_steps": len(trace.steps),
+        "minimal_steps": minimal_steps,
         "failing_check": None
         if failed is None
         else {

@@ -10,8 +10,8 @@ JUnit XML. Tests record statistics into a folder the gate provides
 (`VERIFY_STATS_DIR`, see `ci/stats.py`) and counterexample artifacts into
 `--artifacts` (`VERIFY_ARTIFACTS_DIR`, see `ci/artifacts.py`). Afterwards the
 gate prints a summary: tests, machine steps, rules and coverage goals reached,
-invariant evaluations, failures with their shrunk trace lengths and replay
-lines, and the canaries' shrunk lengths.
+invariant evaluations, failures with their shrunk (and minimized) trace
+lengths and replay lines, and the canaries' shrunk and minimized lengths.
 
 Exit status: 0 when pytest passed; 1 when tests failed; 2 on a usage or
 infrastructure error -- bad arguments, pytest interrupted, an internal or
@@ -111,6 +111,7 @@ class Counterexample:
     test: str
     check: str
     steps: int
+    minimal_steps: int | None
 
 
 def read_junit(path: Path) -> JUnitCounts | None:
@@ -154,7 +155,7 @@ def describe_artifact(folder: Path) -> Counterexample:
     try:
         meta = json.loads((folder / "meta.json").read_text())
     except (OSError, json.JSONDecodeError):
-        return Counterexample(folder, folder.parent.name, "(no meta.json)", -1)
+        return Counterexample(folder, folder.parent.name, "(no meta.json)", -1, None)
     failed = meta.get("failing_check") or {}
     check = failed.get("check", "?")
     if failed.get("violated"):
@@ -164,6 +165,7 @@ def describe_artifact(folder: Path) -> Counterexample:
         test=str(meta.get("test", folder.parent.name)),
         check=check,
         steps=int(meta.get("shrunk_steps", -1)),
+        minimal_steps=meta.get("minimal_steps"),
     )
 
 
@@ -238,23 +240,31 @@ def _machines(records: list[dict[str, Any]]) -> Table:
 
 
 def _shrinks(records: list[dict[str, Any]]) -> Table:
-    table = Table(title="canary counterexamples, shrunk")
-    for column in ("canary", "steps", "bound"):
+    table = Table(title="canary counterexamples: Hypothesis-shrunk and minimized")
+    for column in ("canary", "shrunk", "bound", "minimal", "bound "):
         table.add_column(column, justify="left" if column == "canary" else "right")
     for record in records:
-        table.add_row(record["name"], str(record["steps"]), str(record["bound"]))
+        table.add_row(
+            record["name"],
+            str(record["steps"]),
+            str(record["bound"]),
+            str(record["minimal_steps"]),
+            str(record["minimal_bound"]),
+        )
     return table
 
 
 def _found(found: list[Counterexample]) -> Table:
     table = Table(title="counterexamples found in this run")
-    for column in ("test", "failed check", "shrunk steps", "replay"):
+    for column in ("test", "failed check", "shrunk steps", "minimal", "replay"):
         table.add_column(column)
     for example in found:
+        minimal = "-" if example.minimal_steps is None else str(example.minimal_steps)
         table.add_row(
             example.test,
             example.check,
             str(example.steps),
+            minimal,
             replay_command(example.folder),
         )
     return table

@@ -9,7 +9,7 @@ Record kinds:
 
 * `machine`: a differential machine's run -- steps, rules run of all rules,
   coverage goals reached of all goals, invariant evaluations;
-* `shrink`: a canary's shrunk counterexample length against its stated bound.
+* `shrink`: a canary's shrunk and minimized counterexample lengths and bounds.
 """
 
 from __future__ import annotations
@@ -81,9 +81,20 @@ def record_machine(
     )
 
 
-def record_shrink(canary: str, steps: int, bound: int) -> Path | None:
-    """Record how short a canary's shrunk counterexample came out."""
-    return write("shrink", canary, {"steps": steps, "bound": bound})
+def record_shrink(
+    canary: str, steps: int, bound: int, minimal_steps: int, minimal_bound: int
+) -> Path | None:
+    """Record a canary's Hypothesis-shrunk and minimized lengths and their bounds."""
+    return write(
+        "shrink",
+        canary,
+        {
+            "steps": steps,
+            "bound": bound,
+            "minimal_steps": minimal_steps,
+            "minimal_bound": minimal_bound,
+        },
+    )
 
 
 def read_all(directory: Path) -> list[dict[str, Any]]:

@@ -85,10 +85,16 @@ def test_the_folder_is_named_by_test_and_stamp(folder: Path, tmp_path: Path) -> 
 
 
 def test_the_folder_holds_trace_program_failure_and_meta(folder: Path) -> None:
-    """Four files: the trace, the printed program, the failure, the metadata."""
+    """The trace and its minimized form, the printed program, failure and metadata."""
     names = sorted(path.name for path in folder.iterdir())
 
-    assert ["failure.txt", "meta.json", "program.py", "trace.json"] == names
+    assert [
+        "failure.txt",
+        "meta.json",
+        "minimal.json",
+        "program.py",
+        "trace.json",
+    ] == names
 
 
 def test_latest_points_at_the_newest_folder(folder: Path) -> None:
@@ -158,6 +164,18 @@ def test_the_artifact_replays_as_a_divergence_against_its_canary(
 ) -> None:
     """`python -m ci.replay <folder> --canary forgetful_release` exits 1."""
     assert EXIT_DIVERGED == replay_main([str(folder), "--canary", "forgetful_release"])
+
+
+def test_the_minimal_trace_is_shorter_and_still_fails(folder: Path) -> None:
+    """`minimal.json` fails against the canary in no more steps than trace.json."""
+    meta = json.loads((folder / "meta.json").read_text())
+    minimal = folder / "minimal.json"
+
+    status = replay_main([str(minimal), "--canary", "forgetful_release"])
+
+    assert EXIT_DIVERGED == status
+    assert meta["minimal_steps"] == len(load(minimal).steps)
+    assert meta["minimal_steps"] <= meta["shrunk_steps"]
 
 
 def test_the_artifact_replays_cleanly_against_the_crate(folder: Path) -> None:
