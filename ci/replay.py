@@ -181,34 +181,66 @@ def show_outcome(outcome: Outcome) -> str:
     return repr(outcome.value)
 
 
-def render(result: Replay, console: Console) -> None:
-    """Print the per-step table and the verdict."""
-    trace = result.trace
-    console.print(f"[bold]{trace.description or '(no description)'}[/bold]")
-    console.print(
-        f"config {trace.config}; sessions {list(trace.session_pool)}; "
+SESSION_SHOWN_MAX: Final[int] = 12
+
+
+def show_session(session_id: str) -> str:
+    """A session id, abbreviated with its UTF-8 size when it is long."""
+    if len(session_id) <= SESSION_SHOWN_MAX:
+        return repr(session_id)
+    size = len(session_id.encode())
+    return f"{session_id[:SESSION_SHOWN_MAX]!r}... ({size} bytes)"
+
+
+HARNESS_CHECKS: Final[frozenset[str]] = frozenset(
+    {"outcomes_agree", "states_agree", "clocks_agree", "no_crash"}
+)
+"""Failed-check names that are the harness' comparisons, not catalogue invariants."""
+
+
+def _header(trace: AffinityTrace) -> str:
+    config = trace.config
+    sessions = ", ".join(show_session(s) for s in trace.session_pool)
+    return (
+        f"ttl_ns={config.ttl_ns} mode={config.mode.value} "
+        f"max_entries={config.max_entries} "
+        f"max_session_id_bytes={config.max_session_id_bytes} "
+        f"reaping={config.reaping}; sessions {sessions}; "
         f"recorded with crate {trace.header.crate_version}, "
         f"suite {trace.header.suite_version}"
     )
+
+
+def _table(result: Replay) -> Table:
+    """One row per step; the first failing row highlighted, later ones red."""
+    table = Table(title=f"replay against {result.sut}")
+    for column in ("step", "operation", "model", "implementation", "check"):
+        table.add_column(column, justify="right" if column == "step" else "left")
     first = result.first_failure
-    table = Table(title=f"replay against {result.sut}", show_lines=False)
-    table.add_column("step", justify="right")
-    table.add_column("operation")
-    table.add_column("model")
-    table.add_column("implementation")
-    table.add_column("check")
-    for index, verdict in enumerate(result.verdicts, start=1):
+    for recorded, verdict in zip(result.trace.steps, result.verdicts, strict=False):
         report = verdict.report
-        model = "-" if report is None else show_outcome(report.expected)
-        actual = "crashed" if report is None else show_outcome(report.actual)
-        check = "ok" if not verdict.failed else ", ".join(verdict.failed)
+        operation = Text(repr(verdict.op))
+        if recorded.comment:
+            operation.append(f"\n{recorded.comment}", style="dim italic")
         style = ""
         if verdict is first:
             style = "bold white on red"
         elif verdict.failed:
             style = "red"
-        table.add_row(str(index), repr(verdict.op), model, actual, check, style=style)
-    console.print(table)
+        table.add_row(
+            str(recorded.index),
+            operation,
+            Text("-" if report is None else show_outcome(report.expected)),
+            Text("crashed" if report is None else show_outcome(report.actual)),
+            "ok" if not verdict.failed else ", ".join(verdict.failed),
+            style=style,
+        )
+    return table
+
+
+def _notes(result: Replay, console: Console) -> None:
+    """Crate-version and recorded-answer drift: informative, not failures."""
+    trace = result.trace
     installed = crate_version()
     if result.sut.startswith("native") and trace.header.crate_version != installed:
         console.print(
@@ -218,7 +250,19 @@ def render(result: Replay, console: Console) -> None:
         )
     for index, verdict in enumerate(result.verdicts, start=1):
         if verdict.drift:
-            console.print(f"note: step {index}: {verdict.drift}", style="yellow")
+            console.print(
+                f"note: step {index}: {verdict.drift}", style="yellow", markup=False
+            )
+
+
+def render(result: Replay, console: Console) -> None:
+    """Print the per-step table and the verdict."""
+    trace = result.trace
+    console.print(Text(trace.description or "(no description)", style="bold"))
+    console.print(_header(trace), markup=False)
+    console.print(_table(result))
+    _notes(result, console)
+    first = result.first_failure
     if first is None:
         console.print(
             Text(
@@ -231,12 +275,11 @@ def render(result: Replay, console: Console) -> None:
     console.print(
         Text(f"first divergence at step {step}: {first.op!r}", style="bold red")
     )
-    console.print(f"  failed: {', '.join(first.failed)}")
+    console.print(f"  failed: {', '.join(first.failed)}", markup=False)
     console.print(f"  {first.detail}", markup=False)
     for name in first.failed:
-        if name in ("outcomes_agree", "states_agree", "clocks_agree", "no_crash"):
-            continue
-        console.print(f"  invariant {name}: {get(name).statement}", markup=False)
+        if name not in HARNESS_CHECKS:
+            console.print(f"  invariant {name}: {get(name).statement}", markup=False)
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
