@@ -231,8 +231,13 @@ def write_artifact(
     root: Path | None = None,
     stamp: str | None = None,
     profile: str | None = None,
+    raised: str = "",
 ) -> Path:
-    """Write one failure's folder and repoint `latest`; return the folder."""
+    """Write one failure's folder and repoint `latest`; return the folder.
+
+    `raised` is the exception's one-line summary, named as the failing check
+    when the machine failed outside `_run` (an invariant method, say).
+    """
     from ci.trace import save  # noqa: PLC0415 - model imports only when writing
     from ci.trace_affinity import record  # noqa: PLC0415 - idem
 
@@ -276,7 +281,7 @@ def write_artifact(
         "replay": replay_command(folder),
         "shrunk_steps": len(trace.steps),
         "minimal_steps": minimal_steps,
-        "failing_check": None
+        "failing_check": {"check": "raised", "difference": raised}
         if failed is None
         else {
             "rule": failed.rule,
@@ -317,8 +322,13 @@ def write_artifacts(
     text = formatted + (f"\n---- captured output ----\n{captured}" if captured else "")
     notes = exception_notes(error)
     decorators = reproductions(text)
+    members = (
+        list(error.exceptions) if isinstance(error, BaseExceptionGroup) else [error]
+    )
     folders = []
     for index, run in enumerate(runs):
+        own_error = members[index] if len(members) == len(runs) else error
+        raised = traceback.format_exception_only(own_error)[0].strip()
         # Hypothesis reports distinct failures in the order it replayed them.
         own_notes = notes[index] if len(notes) == len(runs) else notes[-1]
         own_text = text
@@ -333,6 +343,7 @@ def write_artifacts(
                 root=root,
                 stamp=stamp,
                 profile=profile,
+                raised=raised,
             )
         )
     return folders

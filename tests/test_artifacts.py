@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -266,3 +267,17 @@ def test_a_failing_machine_test_under_pytest_leaves_an_artifact_and_a_line(
     assert latest.is_dir()
     assert f"python -m ci.replay {latest.resolve()}" == last_line
     assert "ci" == json.loads((latest / "meta.json").read_text())["profile"]["name"]
+
+
+def test_a_failure_outside_a_step_names_the_exception_as_the_check(
+    caught: tuple[tuple[failures.FinalRun, ...], AssertionError], tmp_path: Path
+) -> None:
+    """Without a captured step (an invariant method failed), meta says what raised."""
+    runs, error = caught
+    uncaptured = dataclasses.replace(runs[0], failed=None)
+
+    (written,) = write_artifacts([uncaptured], TEST, error, root=tmp_path, stamp=STAMP)
+    meta = json.loads((written / "meta.json").read_text())
+
+    assert "raised" == meta["failing_check"]["check"]
+    assert meta["failing_check"]["difference"].startswith("AssertionError: session")
