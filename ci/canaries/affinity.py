@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from impl.adapter import NativeAffinity
-from model.affinity import Binding, ModelAffinity
+from model.affinity import CLOCK_NS_MAX, Binding, ModelAffinity
 from model.api import AffinityApi
 from model.types import AffinityConfig, ReplicaOutcome, Target, Version
 
@@ -31,6 +31,8 @@ class LateExpiry(NativeAffinity):
 
     def advance_clock(self, now_ns: int) -> None:
         """Move the crate's clock to one nanosecond before `now_ns`."""
+        if now_ns < super().now_ns or now_ns > CLOCK_NS_MAX:
+            super().advance_clock(now_ns)  # rejected exactly as without the canary
         super().advance_clock(max(now_ns - 1, super().now_ns))
         self._reported_ns = now_ns
 
