@@ -85,6 +85,12 @@ RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
     "release": frozenset({Release}),
     "request_turn": frozenset({Acquire, Commit, Release}),
     "reuse_consumed_handle": frozenset({Commit, Abort, Release}),
+    "replica_for_a_bound_session": frozenset({ApplyReplica}),
+    "replica_for_an_expired_session": frozenset({ApplyReplica}),
+    "replica_during_initialization": frozenset({ApplyReplica}),
+    "release_after_a_replica_refresh": frozenset({ApplyReplica, Release}),
+    "new_session_against_uncollected_expiry": frozenset({Acquire}),
+    "waiting_request": frozenset({Acquire, PollWaiter, Commit, Abort, Join}),
 }
 """Which operation types each machine rule can apply (the per-rule denominators)."""
 

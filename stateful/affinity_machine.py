@@ -24,6 +24,7 @@ from model.affinity import (
     CLOCK_NS_MAX,
     Binding,
     InitHandle,
+    Initializing,
     LeaseHandle,
     WaiterHandle,
     reaper_period_ns,
@@ -54,6 +55,7 @@ from model.types import (
     Mode,
     Target,
     Version,
+    Wait,
 )
 from stateful.harness import AffinityHarness, StepReport, SutFactory, default_factory
 
@@ -96,6 +98,7 @@ class AffinityMachine(RuleBasedStateMachine):
 
     factory: ClassVar[SutFactory | None] = None
     goals_reached: ClassVar[set[str]] = set()
+    goal_counts: ClassVar[dict[str, int]] = {}
     steps_run: ClassVar[int] = 0
     rules_run: ClassVar[set[str]] = set()
 
@@ -112,8 +115,8 @@ class AffinityMachine(RuleBasedStateMachine):
         type(self).steps_run += 1
         type(self).rules_run.add(rule_name)
         for goal in report.reached:
-            if goal not in type(self).goals_reached:
-                type(self).goals_reached.add(goal)
+            type(self).goals_reached.add(goal)
+            type(self).goal_counts[goal] = type(self).goal_counts.get(goal, 0) + 1
             event(f"reached {goal}")
         note(f"step {report.index}: {op} -> {report.expected}")
         if not report.ok:
@@ -252,6 +255,28 @@ class AffinityMachine(RuleBasedStateMachine):
         else:
             self._run("racing_requests", Abort(step.handle))
 
+    @rule(
+        session_id=sessions,
+        bind_to=targets,
+        settle=st.sampled_from(("commit", "abort", "join")),
+    )
+    def waiting_request(self, session_id: str, bind_to: Target, settle: str) -> None:
+        """A second request waits; settling the first wakes it, alike (D12)."""
+        first = self._run("waiting_request", Acquire(session_id, None)).expected
+        if not isinstance(first.value, Initialize):
+            return
+        second = self._run("waiting_request", Acquire(session_id, None)).expected
+        if not isinstance(second.value, Wait):
+            return
+        self._run("waiting_request", PollWaiter(second.value.waiter))
+        settling: Op = {
+            "commit": Commit(first.value.handle, bind_to),
+            "abort": Abort(first.value.handle),
+            "join": Join(session_id, bind_to),
+        }[settle]
+        self._run("waiting_request", settling)
+        self._run("waiting_request", PollWaiter(second.value.waiter))
+
     @precondition(has_initializations)
     @rule(data=st.data())
     def abort(self, data: st.DataObject) -> None:
@@ -364,6 +389,117 @@ class AffinityMachine(RuleBasedStateMachine):
             if sequence >= 0
             for writer in {*WRITERS, base.writer}
         )
+
+    def _bound_sessions(self) -> list[str]:
+        state = self._harness().model.state()
+        return [s for s, entry in state.entries if isinstance(entry, Binding)]
+
+    def has_bindings(self) -> bool:
+        """Some session is bound (live or expired)."""
+        return bool(self._bound_sessions())
+
+    def _initializing_sessions(self) -> list[str]:
+        state = self._harness().model.state()
+        return [s for s, entry in state.entries if isinstance(entry, Initializing)]
+
+    def has_initializing(self) -> bool:
+        """Some session is initializing."""
+        return bool(self._initializing_sessions())
+
+    def _vacant_sessions_blocked_by_expiry(self) -> list[str]:
+        state = self._harness().model.state()
+        limit = state.config.max_session_id_bytes
+        full = 0 < state.config.max_entries <= len(state.entries)
+        if not full or not any(state.is_expired(e) for _, e in state.entries):
+            return []
+        return [
+            s
+            for s in SESSION_POOL
+            if state.entry(s) is None and len(s.encode()) <= limit
+        ]
+
+    def is_full_of_expired(self) -> bool:
+        """The table is full and holds an expired, uncollected binding."""
+        return bool(self._vacant_sessions_blocked_by_expiry())
+
+    @precondition(has_bindings)
+    @rule(
+        data=st.data(),
+        change=st.sampled_from(("same", "newer", "newer_elsewhere", "older")),
+    )
+    def replica_for_a_bound_session(self, data: st.DataObject, change: str) -> None:
+        """A replica update of a bound session (refresh, newer, older) agrees."""
+        session_id = data.draw(st.sampled_from(self._bound_sessions()), label="id")
+        entry = self._harness().model.state().entry(session_id)
+        assert isinstance(entry, Binding)
+        version, target = entry.version, entry.target
+        if change in ("newer", "newer_elsewhere"):
+            version = Version(version.sequence + 1, version.writer)
+        elif change == "older":
+            version = Version(max(0, version.sequence - 1), version.writer)
+        if change == "newer_elsewhere":
+            target = Target(3 - target.worker, target.rank)
+        self._run(
+            "replica_for_a_bound_session", ApplyReplica(session_id, target, version)
+        )
+
+    def _expired_sessions(self) -> list[str]:
+        state = self._harness().model.state()
+        return [s for s, entry in state.entries if state.is_expired(entry)]
+
+    def has_expired(self) -> bool:
+        """Some binding has expired and is not collected yet."""
+        return bool(self._expired_sessions())
+
+    @precondition(has_expired)
+    @rule(data=st.data(), bind_to=targets)
+    def replica_for_an_expired_session(
+        self, data: st.DataObject, bind_to: Target
+    ) -> None:
+        """Even an older replica update revives an expired binding (G.8), alike."""
+        session_id = data.draw(st.sampled_from(self._expired_sessions()), label="id")
+        self._run(
+            "replica_for_an_expired_session",
+            ApplyReplica(session_id, bind_to, Version(0, 0)),
+        )
+
+    @precondition(has_initializing)
+    @rule(data=st.data(), bind_to=targets)
+    def replica_during_initialization(
+        self, data: st.DataObject, bind_to: Target
+    ) -> None:
+        """A replica update for an initializing session is ignored alike."""
+        session_id = data.draw(
+            st.sampled_from(self._initializing_sessions()), label="id"
+        )
+        version = Version(self._harness().model.state().next_sequence, 1)
+        self._run(
+            "replica_during_initialization", ApplyReplica(session_id, bind_to, version)
+        )
+
+    @precondition(has_leases)
+    @rule(data=st.data())
+    def release_after_a_replica_refresh(self, data: st.DataObject) -> None:
+        """A lease released after a replica bumped its binding's version (F.2)."""
+        handle = data.draw(st.sampled_from(self._handles(LeaseHandle)), label="lease")
+        held = self._harness().model.handle(handle)
+        assert isinstance(held, LeaseHandle)
+        entry = self._harness().model.state().entry(held.session_id)
+        if isinstance(entry, Binding):
+            newer = Version(entry.version.sequence + 1, entry.version.writer)
+            self._run(
+                "release_after_a_replica_refresh",
+                ApplyReplica(held.session_id, entry.target, newer),
+            )
+        self._run("release_after_a_replica_refresh", Release(handle))
+
+    @precondition(is_full_of_expired)
+    @rule(data=st.data())
+    def new_session_against_uncollected_expiry(self, data: st.DataObject) -> None:
+        """A new id meets a table full only of uncollected expired bindings."""
+        candidates = self._vacant_sessions_blocked_by_expiry()
+        session_id = data.draw(st.sampled_from(candidates), label="id")
+        self._run("new_session_against_uncollected_expiry", Acquire(session_id, None))
 
     @rule(delta=st.sampled_from((-1, 0, 1, 10)))
     def observe_sequence(self, delta: int) -> None:

@@ -18,6 +18,7 @@ RULES = sorted(
 def test_the_crate_agrees_with_the_model_and_every_goal_is_reached() -> None:
     """Every step agrees, every rule runs, and every coverage goal is reached."""
     AffinityMachine.goals_reached.clear()
+    AffinityMachine.goal_counts.clear()
     AffinityMachine.rules_run.clear()
     AffinityMachine.steps_run = 0
 
@@ -27,6 +28,8 @@ def test_the_crate_agrees_with_the_model_and_every_goal_is_reached() -> None:
         stats.record_machine("affinity", AffinityMachine, RULES, "AffinityMachine")
 
     print(f"steps: {AffinityMachine.steps_run}")
+    for goal, count in sorted(AffinityMachine.goal_counts.items()):
+        print(f"goal {goal}: {count}")
     goals = {p.name for p in properties(subject="affinity", kind="sometimes")}
     assert set() == goals - AffinityMachine.goals_reached
     assert set() == set(RULES) - AffinityMachine.rules_run
