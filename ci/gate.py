@@ -254,6 +254,20 @@ def _shrinks(records: list[dict[str, Any]]) -> Table:
     return table
 
 
+def _coverage(records: list[dict[str, Any]]) -> Table:
+    table = Table(title="exact coverage of bounded graphs (ci.explore)")
+    for column in ("bound", "machine", "profile", "states", "edges"):
+        table.add_column(column)
+    for record in records:
+        cells = [
+            f"{record[what]['covered']}/{record[what]['total']} "
+            f"({100 * record[what]['covered'] / record[what]['total']:.1f}%)"
+            for what in ("states", "edges")
+        ]
+        table.add_row(record["bound"], record["machine"], record["profile"], *cells)
+    return table
+
+
 def _found(found: list[Counterexample]) -> Table:
     table = Table(title="counterexamples found in this run")
     for column in ("test", "failed check", "shrunk steps", "minimal", "replay"):
@@ -282,6 +296,9 @@ def summarize(console: Console, run: GateRun) -> None:
     shrinks = [record for record in run.records if record["kind"] == "shrink"]
     if shrinks:
         console.print(_shrinks(shrinks))
+    coverage = [record for record in run.records if record["kind"] == "coverage"]
+    if coverage:
+        console.print(_coverage(coverage))
     if run.found:
         console.print(_found(run.found))
     verdict = {0: "PASS", 1: "FAIL"}.get(run.returncode, "ERROR")

@@ -9,7 +9,8 @@ Record kinds:
 
 * `machine`: a differential machine's run -- steps, rules run of all rules,
   coverage goals reached of all goals, invariant evaluations;
-* `shrink`: a canary's shrunk and minimized counterexample lengths and bounds.
+* `shrink`: a canary's shrunk and minimized counterexample lengths and bounds;
+* `coverage`: the share of a bounded graph's states and edges a machine took.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ STATS_ENV: Final[str] = "VERIFY_STATS_DIR"
 RECORDS_MAX: Final[int] = 10_000
 _UNSAFE: Final[re.Pattern[str]] = re.compile(r"[^A-Za-z0-9_.-]+")
 
-Kind = Literal["machine", "shrink"]
+Kind = Literal["machine", "shrink", "coverage"]
 
 
 class MachineStats(Protocol):
@@ -93,6 +94,21 @@ def record_shrink(
             "bound": bound,
             "minimal_steps": minimal_steps,
             "minimal_bound": minimal_bound,
+        },
+    )
+
+
+def record_coverage(row: dict[str, Any]) -> Path | None:
+    """Record one `ci.explore.coverage_summary()` row (bound, machine, totals)."""
+    return write(
+        "coverage",
+        f"{row['bound']}-{row['machine']}",
+        {
+            "bound": row["bound"],
+            "machine": row["machine"],
+            "profile": row["profile"],
+            "states": row["states"],
+            "edges": row["edges"],
         },
     )
 
