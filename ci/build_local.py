@@ -1,0 +1,448 @@
+"""Build the binding against a local `dynamo-kv-router` source tree.
+
+The committed `impl/Cargo.toml` and `impl/Cargo.lock` pin the crates.io release
+and are never edited. Instead the binding's Rust sources are staged into a work
+folder whose `Cargo.toml` names the local tree as a path dependency (a path
+dependency rather than a `[patch]`, so a tree of any version is accepted; a
+patch silently goes unused when the version does not match `=1.6.1`). Cargo
+rewrites only the staged lockfile, so the build script reports
+`CRATE_SOURCE == "path"`. `maturin build` compiles a wheel into a separate
+`CARGO_TARGET_DIR` and the extension module is taken out of it.
+
+Where the module goes:
+
+* by default into `impl/` of this checkout, where the editable install loads
+  it (the file is replaced atomically, so running interpreters keep the old
+  one), so every later `pytest` runs against the local tree;
+* with `--into DIR`, into a copy of the checkout's Python tree at `DIR`, which
+  leaves the editable install alone: run `cd DIR && python -m pytest ...`.
+
+Commands::
+
+    python -m ci.build_local --source PATH [--features manual-clock,...]
+    DYNAMO_KV_ROUTER_PATH=PATH python -m ci.build_local
+    python -m ci.build_local --source PATH --into /tmp/tree
+    python -m ci.build_local --pinned    # back to crates.io: pip install -e .
+
+The work folder defaults to `~/.cache/dynamo-verify` (`DYNAMO_VERIFY_WORK`
+overrides it); it is outside the repository so nothing there can be committed
+or packaged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+IMPL = REPO / "impl"
+CRATE_NAME = "dynamo-kv-router"
+SOURCE_ENV = "DYNAMO_KV_ROUTER_PATH"
+WORK_ENV = "DYNAMO_VERIFY_WORK"
+EXTENSION_NAME = "_native.abi3.so"
+# Files of impl/ that make up the Rust crate; the Python files stay in the tree.
+BINDING_FILES = ("Cargo.toml", "Cargo.lock", "build.rs", "rust-toolchain.toml")
+# Always on: maturin adds it from pyproject.toml for `pip install -e .`.
+BASE_FEATURES = ("pyo3/extension-module",)
+# Not part of a Python tree copy: VCS data, build outputs, caches, extensions.
+TREE_IGNORED_NAMES = frozenset(
+    {
+        ".git",
+        "target",
+        "__pycache__",
+        ".hypothesis",
+        ".pytest_cache",
+        ".mypy_cache",
+        ".ruff_cache",
+        "build",
+        "dist",
+        ".venv",
+    }
+)
+TREE_IGNORED_PATHS = frozenset({"ci/artifacts"})
+BUILD_TIMEOUT_S_DEFAULT = 1_800
+QUERY_TIMEOUT_S = 120
+
+
+class BuildError(RuntimeError):
+    """The extension could not be built or installed."""
+
+
+def default_work_dir() -> Path:
+    """Where staged crates, target dirs and Python tree copies live."""
+    configured = os.environ.get(WORK_ENV)
+    if configured:
+        return Path(configured).expanduser().resolve()
+    return Path.home() / ".cache" / "dynamo-verify"
+
+
+def pinned_version() -> str:
+    """The exact crate version impl/Cargo.toml pins (`=1.6.1` gives `1.6.1`)."""
+    manifest = tomllib.loads((IMPL / "Cargo.toml").read_text(encoding="utf-8"))
+    requirement = manifest["dependencies"][CRATE_NAME]["version"]
+    if not requirement.startswith("="):
+        raise BuildError(f"{CRATE_NAME} is not pinned exactly: {requirement!r}")
+    return str(requirement.removeprefix("="))
+
+
+def cargo_home() -> Path:
+    """Cargo's home folder (`CARGO_HOME`, default `~/.cargo`)."""
+    return Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
+
+
+def pinned_source() -> Path:
+    """The pinned crate's source as cargo downloaded it from crates.io."""
+    folder = f"{CRATE_NAME}-{pinned_version()}"
+    found = sorted((cargo_home() / "registry" / "src").glob(f"*/{folder}"))
+    if not found:
+        # `--locked` keeps the committed lockfile untouched.
+        _run(
+            ["cargo", "fetch", "--locked", "--manifest-path", str(IMPL / "Cargo.toml")],
+            cwd=IMPL,
+        )
+        found = sorted((cargo_home() / "registry" / "src").glob(f"*/{folder}"))
+    if not found:
+        raise BuildError(f"cargo did not download {folder}")
+    return found[0]
+
+
+def _run(command: list[str], cwd: Path) -> None:
+    completed = subprocess.run(  # noqa: S603 - fixed tool invocations
+        command, cwd=cwd, check=False, capture_output=True, text=True
+    )
+    if completed.returncode != 0:
+        raise BuildError(f"{' '.join(command)} failed:\n{completed.stderr}")
+
+
+def write_if_changed(path: Path, data: bytes) -> bool:
+    """Write `data` unless `path` already holds it (keeps mtimes for cargo)."""
+    if path.is_file() and path.read_bytes() == data:
+        return False
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+    return True
+
+
+def path_dependency_manifest(manifest: str, source: Path) -> str:
+    """impl/Cargo.toml with the crates.io requirement replaced by `path = source`."""
+    requirement = f'version = "={pinned_version()}"'
+    lines = manifest.splitlines(keepends=True)
+    hits = [
+        index
+        for index, line in enumerate(lines)
+        if line.startswith(f"{CRATE_NAME} =") and requirement in line
+    ]
+    if len(hits) != 1:
+        raise BuildError(f"expected one `{CRATE_NAME} = {{ {requirement} ...` line")
+    (index,) = hits
+    lines[index] = lines[index].replace(
+        requirement, f"path = {json.dumps(str(source))}"
+    )
+    header = "# Generated by ci/build_local.py from impl/Cargo.toml; do not edit.\n"
+    return header + "".join(lines)
+
+
+@dataclass(frozen=True)
+class LocalBuild:
+    """One staged binding, the crate tree it builds against, and its target dir."""
+
+    source: Path  # the dynamo-kv-router tree (the folder holding its Cargo.toml)
+    binding_dir: Path  # staged copy of impl/'s Rust crate
+    target_dir: Path  # CARGO_TARGET_DIR, reused so rebuilds are incremental
+    features: tuple[str, ...] = ()  # binding features, e.g. "manual-clock"
+
+    @property
+    def wheel_dir(self) -> Path:
+        """Where maturin writes the wheel."""
+        return self.binding_dir / "wheels"
+
+    @property
+    def extension(self) -> Path:
+        """The built extension module, taken out of the wheel."""
+        return self.binding_dir / "out" / EXTENSION_NAME
+
+
+def stage_binding(build: LocalBuild) -> None:
+    """Copy impl/'s Rust crate into `build.binding_dir`, pointed at `build.source`.
+
+    Files are rewritten only when their content changes, and the lockfile only
+    when impl/Cargo.lock changes, so an unchanged binding is not recompiled.
+    """
+    source = build.source.resolve()
+    if not (source / "Cargo.toml").is_file():
+        raise BuildError(f"{source} has no Cargo.toml")
+    binding = build.binding_dir
+    manifest = (IMPL / "Cargo.toml").read_text(encoding="utf-8")
+    write_if_changed(
+        binding / "Cargo.toml",
+        path_dependency_manifest(manifest, source).encode("utf-8"),
+    )
+    for name in ("build.rs", "rust-toolchain.toml"):
+        write_if_changed(binding / name, (IMPL / name).read_bytes())
+    lock = (IMPL / "Cargo.lock").read_bytes()
+    stamp = binding / ".impl-lock.sha256"
+    digest = hashlib.sha256(lock).hexdigest().encode()
+    if (
+        not (binding / "Cargo.lock").is_file()
+        or not stamp.is_file()
+        or (stamp.read_bytes() != digest)
+    ):
+        # Cargo rewrites the staged copy for the path source; start from ours.
+        (binding / "Cargo.lock").write_bytes(lock)
+        stamp.write_bytes(digest)
+    wanted = {path.relative_to(IMPL) for path in (IMPL / "src").rglob("*.rs")}
+    for relative in sorted(wanted):
+        write_if_changed(binding / relative, (IMPL / relative).read_bytes())
+    for stale in sorted((binding / "src").rglob("*.rs")):
+        if stale.relative_to(binding) not in wanted:
+            stale.unlink()
+
+
+def seed_target_dir(target_dir: Path) -> bool:
+    """Start an empty target dir from impl/target/release, keeping mtimes.
+
+    Cargo then reuses every registry dependency the pinned build compiled and
+    recompiles only pyo3's build-config chain, the local crate and the binding
+    (about 2.5 minutes instead of 4.5 on two cores).
+    """
+    release = IMPL / "target" / "release"
+    if target_dir.exists() or not release.is_dir():
+        return False
+    partial = target_dir.with_name(target_dir.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    shutil.copytree(release, partial / "release", symlinks=True)
+    partial.rename(target_dir)
+    return True
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """What one `maturin build` did."""
+
+    ok: bool
+    seconds: float
+    output: str  # maturin's and cargo's combined output
+    compile_error: bool  # rustc rejected the crate or the binding
+
+
+def build_extension(
+    build: LocalBuild, timeout_s: float = BUILD_TIMEOUT_S_DEFAULT
+) -> BuildResult:
+    """Stage, compile with maturin, and unpack the extension to `build.extension`."""
+    stage_binding(build)
+    shutil.rmtree(build.wheel_dir, ignore_errors=True)
+    features = ",".join((*BASE_FEATURES, *build.features))
+    command = [
+        sys.executable,
+        "-m",
+        "maturin",
+        "build",
+        "--release",
+        "--manifest-path",
+        str(build.binding_dir / "Cargo.toml"),
+        "--target-dir",
+        str(build.target_dir),
+        "--features",
+        features,
+        "--interpreter",
+        sys.executable,
+        "--compatibility",
+        "linux",
+        "--out",
+        str(build.wheel_dir),
+    ]
+    started = time.monotonic()
+    try:
+        # cwd = the staged crate, so rustup reads its rust-toolchain.toml.
+        completed = subprocess.run(  # noqa: S603 - fixed tool invocation
+            command,
+            cwd=build.binding_dir,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise BuildError(f"maturin build exceeded {timeout_s} s") from error
+    seconds = time.monotonic() - started
+    output = completed.stdout + completed.stderr
+    if completed.returncode != 0:
+        return BuildResult(
+            ok=False,
+            seconds=seconds,
+            output=output,
+            compile_error="could not compile" in output,
+        )
+    wheels = sorted(build.wheel_dir.glob("*.whl"))
+    if len(wheels) != 1:
+        raise BuildError(f"expected one wheel in {build.wheel_dir}, found {wheels}")
+    with zipfile.ZipFile(wheels[0]) as wheel:
+        members = [name for name in wheel.namelist() if name.endswith(".so")]
+        if len(members) != 1:
+            raise BuildError(f"expected one extension in {wheels[0]}, got {members}")
+        replace_atomically(build.extension, wheel.read(members[0]))
+    return BuildResult(ok=True, seconds=seconds, output=output, compile_error=False)
+
+
+def replace_atomically(path: Path, data: bytes) -> None:
+    """Write `data` to `path` by rename, so a process that mapped it keeps its copy."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False) as handle:
+        handle.write(data)
+    Path(handle.name).chmod(0o755)
+    Path(handle.name).replace(path)
+
+
+def _tree_ignore(root: Path) -> Callable[[str, list[str]], set[str]]:
+    def ignore(directory: str, names: list[str]) -> set[str]:
+        relative = Path(directory).relative_to(root)
+        return {
+            name
+            for name in names
+            if name in TREE_IGNORED_NAMES
+            or name.endswith((".so", ".pyd", ".egg-info"))
+            or (relative / name).as_posix() in TREE_IGNORED_PATHS
+        }
+
+    return ignore
+
+
+def copy_python_tree(destination: Path) -> None:
+    """Replace `destination` with a snapshot of this checkout, minus build outputs."""
+    shutil.rmtree(destination, ignore_errors=True)
+    shutil.copytree(REPO, destination, ignore=_tree_ignore(REPO), symlinks=True)
+
+
+def install_extension(extension: Path, tree: Path) -> Path:
+    """Put the built module where `import impl._native` finds it inside `tree`."""
+    target = tree / "impl" / EXTENSION_NAME
+    replace_atomically(target, extension.read_bytes())
+    return target
+
+
+def tree_environment(tree: Path) -> dict[str, str]:
+    """Environment that imports this project from `tree`, not from the checkout.
+
+    `PYTHONPATH` precedes the editable install's `.pth` entry on `sys.path`.
+    The choice of system under test and profile is left to the command line.
+    """
+    environment = dict(os.environ)
+    environment.pop("VERIFY_SUT", None)
+    environment.pop("HYPOTHESIS_PROFILE", None)
+    previous = environment.get("PYTHONPATH")
+    environment["PYTHONPATH"] = (
+        str(tree) if not previous else os.pathsep.join((str(tree), previous))
+    )
+    return environment
+
+
+def describe_extension(tree: Path | None = None) -> dict[str, str]:
+    """CRATE_SOURCE, CRATE_VERSION and the module path, read in a fresh interpreter."""
+    script = (
+        "import json, impl.adapter as a, impl._native as n;"
+        "print(json.dumps({'source': a.CRATE_SOURCE, 'version': a.CRATE_VERSION,"
+        " 'module': n.__file__}))"
+    )
+    completed = subprocess.run(  # noqa: S603 - our own interpreter
+        [sys.executable, "-c", script],
+        cwd=tree or REPO,
+        env=tree_environment(tree) if tree else None,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=QUERY_TIMEOUT_S,
+    )
+    if completed.returncode != 0:
+        raise BuildError(f"cannot import the extension:\n{completed.stderr}")
+    described: dict[str, str] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return described
+
+
+def reinstall_pinned() -> None:
+    """Rebuild the editable install against crates.io (`pip install -e .`)."""
+    _run([sys.executable, "-m", "pip", "install", "--quiet", "-e", str(REPO)], REPO)
+
+
+def _parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="python -m ci.build_local",
+        description="Build impl._native against a local dynamo-kv-router tree.",
+    )
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=os.environ.get(SOURCE_ENV),
+        help=f"the crate's folder (holding its Cargo.toml); default ${SOURCE_ENV}",
+    )
+    parser.add_argument(
+        "--features",
+        default="",
+        help="comma-separated binding features, e.g. manual-clock,queue-recheck",
+    )
+    parser.add_argument(
+        "--into",
+        type=Path,
+        default=None,
+        help="install into a copy of the Python tree here instead of impl/",
+    )
+    parser.add_argument("--work-dir", type=Path, default=default_work_dir())
+    parser.add_argument(
+        "--pinned",
+        action="store_true",
+        help="go back to the pinned crates.io crate (pip install -e .)",
+    )
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point; returns the process exit code."""
+    args = _parse_args(argv)
+    if args.pinned:
+        reinstall_pinned()
+        print(json.dumps(describe_extension()))
+        return 0
+    if args.source is None:
+        print(f"give --source PATH or set {SOURCE_ENV}", file=sys.stderr)
+        return 2
+    features = tuple(name for name in args.features.split(",") if name)
+    work = args.work_dir / "build-local"
+    build = LocalBuild(
+        source=Path(args.source).expanduser().resolve(),
+        binding_dir=work / "binding",
+        target_dir=work / "target",
+        features=features,
+    )
+    if seed_target_dir(build.target_dir):
+        print(f"seeded {build.target_dir} from impl/target/release")
+    result = build_extension(build)
+    if not result.ok:
+        print(result.output, file=sys.stderr)
+        return 1
+    print(f"built against {build.source} in {result.seconds:.0f} s")
+    if args.into is not None:
+        tree = args.into.resolve()
+        copy_python_tree(tree)
+        install_extension(build.extension, tree)
+        print(json.dumps(describe_extension(tree)))
+        print(f"run the suite there: cd {tree} && python -m pytest")
+    else:
+        install_extension(build.extension, REPO)
+        print(json.dumps(describe_extension()))
+        print("back to the pinned crate: python -m ci.build_local --pinned")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
