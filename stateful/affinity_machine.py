@@ -406,22 +406,6 @@ class AffinityMachine(RuleBasedStateMachine):
         """Some session is initializing."""
         return bool(self._initializing_sessions())
 
-    def _vacant_sessions_blocked_by_expiry(self) -> list[str]:
-        state = self._harness().model.state()
-        limit = state.config.max_session_id_bytes
-        full = 0 < state.config.max_entries <= len(state.entries)
-        if not full or not any(state.is_expired(e) for _, e in state.entries):
-            return []
-        return [
-            s
-            for s in SESSION_POOL
-            if state.entry(s) is None and len(s.encode()) <= limit
-        ]
-
-    def is_full_of_expired(self) -> bool:
-        """The table is full and holds an expired, uncollected binding."""
-        return bool(self._vacant_sessions_blocked_by_expiry())
-
     @precondition(has_bindings)
     @rule(
         data=st.data(),
@@ -493,12 +477,20 @@ class AffinityMachine(RuleBasedStateMachine):
             )
         self._run("release_after_a_replica_refresh", Release(handle))
 
-    @precondition(is_full_of_expired)
+    @precondition(has_expired)
     @rule(data=st.data())
     def new_session_against_uncollected_expiry(self, data: st.DataObject) -> None:
-        """A new id meets a table full only of uncollected expired bindings."""
-        candidates = self._vacant_sessions_blocked_by_expiry()
-        session_id = data.draw(st.sampled_from(candidates), label="id")
+        """A new id beside an expired, uncollected binding (refused if full), alike."""
+        state = self._harness().model.state()
+        limit = state.config.max_session_id_bytes
+        vacant = [
+            s
+            for s in SESSION_POOL
+            if state.entry(s) is None and len(s.encode()) <= limit
+        ]
+        session_id = data.draw(
+            st.sampled_from(vacant or self._expired_sessions()), label="id"
+        )
         self._run("new_session_against_uncollected_expiry", Acquire(session_id, None))
 
     @rule(delta=st.sampled_from((-1, 0, 1, 10)))
