@@ -7,7 +7,7 @@ For every mutant of `src/services/selection/affinity.rs` and
     2. rebuild the binding against that copy (one CARGO_TARGET_DIR, so the
        rebuild is incremental, ~10-20 s) into a copy of our Python tree; a
        mutant that does not compile is *unviable* and stops here;
-    3. at the same time run
+    3. at the same time (the crate's test build already starts during step 2)
        a. our suite on that tree: `pytest -x -q -p no:cacheprovider
           --hypothesis-profile=ci <the component's machine and unit tests>`
           (`PYTEST_PATHS_BY_FILE`; `--pytest-paths "stateful tests"` runs
@@ -50,7 +50,7 @@ import threading
 import time
 import tomllib
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -129,7 +129,7 @@ WORKSPACE_STUBS = {
 }
 CRATE_DIR_IN_TREE = Path("lib") / "kv-router"  # mirrors the upstream workspace
 PYTEST_TIMEOUT_S_MIN = 60
-CRATE_TIMEOUT_S_DEFAULT = 300
+CRATE_TIMEOUT_S_DEFAULT = 180
 BASELINE_TIMEOUT_S = 1_800
 BASELINE_RERUNS_MAX = 3  # deselection rounds before the baseline is declared broken
 DETAIL_CHARS_MAX = 200
@@ -513,27 +513,37 @@ class SideCommands:
     exit_first: bool = True
 
 
+def _always_ready() -> bool:
+    return True
+
+
 def _both_sides(
-    run: Run, sides: SideCommands, crate_timeout_s: float
-) -> tuple[ProcessResult, ProcessResult]:
-    """Our suite and the crate's tests, concurrently, on the current source."""
+    run: Run,
+    sides: SideCommands,
+    crate_timeout_s: float,
+    prepare: Callable[[], bool] = _always_ready,
+) -> tuple[ProcessResult | None, ProcessResult]:
+    """The crate's tests and our suite, concurrently, on the current source.
+
+    The crate's test build starts at once; `prepare` (the binding's rebuild)
+    runs meanwhile, and our suite starts when it returns True. When it returns
+    False (the mutant does not compile) our suite does not run.
+    """
     ours = pytest_command(
         run.config, sides.relative, run.pytree, sides.deselected, sides.exit_first
     )
     theirs = crate_command(CRATE_TEST_FILTERS[sides.relative], sides.skipped)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        ours_future = pool.submit(
-            run_process,
-            ours,
-            run.pytree,
-            sides.pytest_timeout_s,
-            tree_environment(run.pytree),
-        )
-        theirs_future = pool.submit(
-            run_process, theirs, run.crate, crate_timeout_s, _crate_env(run)
-        )
         try:
-            return ours_future.result(), theirs_future.result()
+            theirs_future = pool.submit(
+                run_process, theirs, run.crate, crate_timeout_s, _crate_env(run)
+            )
+            if not prepare():
+                return None, theirs_future.result()
+            ours_result = run_process(
+                ours, run.pytree, sides.pytest_timeout_s, tree_environment(run.pytree)
+            )
+            return ours_result, theirs_future.result()
         except BaseException:
             # Interrupted: end the children so the pool's threads can finish.
             _kill_live_children()
@@ -580,6 +590,7 @@ def _baseline(run: Run, relative: str) -> Baseline:
             exit_first=False,
         )
         ours, theirs = _both_sides(run, sides, BASELINE_TIMEOUT_S)
+        assert ours is not None  # no `prepare` step, so our side always runs
         name = f"baseline-{Path(relative).stem}-{attempt}"
         _write_log(run, f"{name}.pytest.txt", ours.output)
         _write_log(run, f"{name}.cargo.txt", theirs.output)
@@ -639,8 +650,22 @@ def _build(run: Run) -> tuple[bool, float, str]:
 
 def _test_mutant(run: Run, mutant: Mutant, pristine: str) -> MutantRecord:
     apply_mutant(run.crate, mutant)
+    builds: list[tuple[bool, float, str]] = []
+
+    def rebuild() -> bool:
+        builds.append(_build(run))
+        return builds[-1][0]
+
     try:
-        viable, build_seconds, build_output = _build(run)
+        baseline = run.baselines[mutant.file]
+        sides = SideCommands(
+            relative=mutant.file,
+            pytest_timeout_s=baseline.pytest_timeout_s,
+            deselected=baseline.pytest_deselected,
+            skipped=baseline.crate_skipped,
+        )
+        ours, theirs = _both_sides(run, sides, run.config.crate_timeout_s, rebuild)
+        ((viable, build_seconds, build_output),) = builds
         record = MutantRecord(
             id=mutant.id,
             file=mutant.file,
@@ -651,17 +676,9 @@ def _test_mutant(run: Run, mutant: Mutant, pristine: str) -> MutantRecord:
             viable=viable,
             build_seconds=round(build_seconds, 1),
         )
-        if not viable:
+        if ours is None:
             _write_log(run, f"{mutant.id}.build.txt", build_output)
             return record
-        baseline = run.baselines[mutant.file]
-        sides = SideCommands(
-            relative=mutant.file,
-            pytest_timeout_s=baseline.pytest_timeout_s,
-            deselected=baseline.pytest_deselected,
-            skipped=baseline.crate_skipped,
-        )
-        ours, theirs = _both_sides(run, sides, run.config.crate_timeout_s)
         _write_log(run, f"{mutant.id}.pytest.txt", ours.output)
         _write_log(run, f"{mutant.id}.cargo.txt", theirs.output)
         record.ours = judge_pytest(ours)
@@ -828,6 +845,10 @@ def totals(run: Run) -> dict[str, Any]:
         "kill_rate_ours": _rate(ours["caught"], len(viable)),
         "kill_rate_crate": _rate(crate["caught"], len(viable)),
         "kill_rate_union": _rate(union, len(viable)),
+        # A hang is not a pass either: the same rates counting timeouts as kills.
+        "stop_rate_ours": _rate(ours["caught"] + ours["timeout"], len(viable)),
+        "stop_rate_crate": _rate(crate["caught"] + crate["timeout"], len(viable)),
+        "stop_rate_union": _rate(sum(_stopped(r) for r in viable), len(viable)),
         "ours_seconds_to_detect_median": (
             round(statistics.median(detect), 1) if detect else None
         ),
@@ -837,9 +858,9 @@ def totals(run: Run) -> dict[str, Any]:
     }
 
 
-def _git_commit() -> str:
-    completed = subprocess.run(
-        ["git", "rev-parse", "HEAD"],  # noqa: S607 - git from PATH, as for developers
+def _git(*arguments: str) -> str:
+    completed = subprocess.run(  # noqa: S603 - fixed git subcommands
+        ["git", *arguments],  # noqa: S607 - git from PATH, as for developers
         cwd=REPO,
         check=False,
         capture_output=True,
@@ -865,7 +886,10 @@ def report_data(run: Run) -> dict[str, Any]:
         "started_at": run.started_at,
         "finished": run.finished,
         "interrupted": run.interrupted,
-        "git_commit": _git_commit(),
+        "git_commit": _git("rev-parse", "HEAD"),
+        # The suite under test is the working tree copied at the start, edits
+        # included; these are the files that differed from the commit.
+        "git_changed_files": _git("status", "--porcelain").splitlines(),
         "versions": _versions(),
         "cpus": os.cpu_count(),
         "command": [sys.executable, "-m", "ci.mutants", *sys.argv[1:]],
@@ -897,6 +921,14 @@ def report_data(run: Run) -> dict[str, Any]:
 
 def _caught(verdict: Verdict | None) -> bool:
     return verdict is not None and verdict.outcome == "caught"
+
+
+def _stopped(record: MutantRecord) -> bool:
+    """Some side failed on the mutant or hung past its time limit."""
+    return any(
+        verdict is not None and verdict.outcome in {"caught", "timeout"}
+        for verdict in record.sides()
+    )
 
 
 def _percent(rate: float | None) -> str:
@@ -941,6 +973,12 @@ def _markdown_header(run: Run, data: dict[str, Any]) -> list[str]:
             _percent(t["kill_rate_ours"]),
             _percent(t["kill_rate_crate"]),
             _percent(t["kill_rate_union"]),
+        ),
+        _row(
+            "caught or timed out",
+            _percent(t["stop_rate_ours"]),
+            _percent(t["stop_rate_crate"]),
+            _percent(t["stop_rate_union"]),
         ),
     ]
     for outcome in OUTCOMES:

@@ -211,3 +211,53 @@ def test_the_default_selection_names_existing_tests(relative: str) -> None:
 
     assert paths[0].startswith("stateful/test_")
     assert all("::" in path or path.endswith(".py") for path in paths)
+
+
+def _record(ident: str, ours: str | None, crate: str | None) -> mutants.MutantRecord:
+    return mutants.MutantRecord(
+        id=ident,
+        file=mutants.AFFINITY_RS,
+        line=1,
+        operator="literal",
+        description=ident,
+        diff="",
+        viable=ours is not None,
+        build_seconds=1.0,
+        ours=None if ours is None else mutants.Verdict(ours, 2.0),
+        crate=None if crate is None else mutants.Verdict(crate, 3.0),
+    )
+
+
+def test_kill_rates_count_caught_viable_mutants_and_timeouts_apart(
+    tmp_path: Path,
+) -> None:
+    """Unviable mutants are left out; a timeout is a kill only in the stop rate."""
+    config, _ = mutants.parse_args([])
+    run = mutants.Run(
+        config=config,
+        out=tmp_path,
+        crate=tmp_path,
+        build=mutants.LocalBuild(tmp_path, tmp_path, tmp_path),
+        pytree=tmp_path,
+        records=[
+            _record("A001", "caught", "missed"),
+            _record("A002", "missed", "caught"),
+            _record("A003", "timeout", "missed"),
+            _record("A004", "missed", "flaky"),
+            _record("A005", None, None),
+        ],
+    )
+
+    totals = mutants.totals(run)
+
+    assert (4, 1) == (totals["viable"], totals["unviable"])
+    assert (0.25, 0.25, 0.5) == (
+        totals["kill_rate_ours"],
+        totals["kill_rate_crate"],
+        totals["kill_rate_union"],
+    )
+    assert (0.5, 0.25, 0.75) == (
+        totals["stop_rate_ours"],
+        totals["stop_rate_crate"],
+        totals["stop_rate_union"],
+    )

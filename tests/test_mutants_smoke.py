@@ -1,22 +1,72 @@
-"""One source mutant of the crate that the affinity machine must catch.
+"""Building against a local crate tree, and one mutant the suite must catch.
 
-Builds `dynamo-kv-router` 1.6.1 with query_target's expiry check flipped from
-`<=` to `<` (a binding is still served at the exact instant it expires) into a
-copy of our Python tree, and runs the affinity machine there. The editable
-install is not touched. Takes about 4 minutes on two cores the first time (the
-crate compiles once into `~/.cache/dynamo-verify/smoke`) and well under a
-minute afterwards; `python -m ci.mutants --smoke` runs the same check.
+The first test builds the binding with `python -m ci.build_local` against an
+unmutated copy of the pinned crate and runs the affinity machine there (the
+control). The second builds `dynamo-kv-router` 1.6.1 with query_target's
+expiry check flipped from `<=` to `<` (a binding is still served at the exact
+instant it expires) into a copy of our Python tree, and runs the affinity
+machine there. The editable install is touched by neither. Each takes about 3
+minutes on two cores the first time (the crate compiles once under
+`~/.cache/dynamo-verify`) and well under a minute afterwards;
+`python -m ci.mutants --smoke` runs the second.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from ci.build_local import default_work_dir
-from ci.mutants import smoke
+from ci.build_local import REPO, default_work_dir, describe_extension, tree_environment
+from ci.mutants import SMOKE_PYTEST_ARGS, prepare_crate_tree, smoke
 from ci.profiles import selected_profile
+
+BUILD_TIMEOUT_S = 1_800
+
+
+def _nightly_only() -> None:
+    if selected_profile() != "nightly":
+        pytest.skip("builds the crate: runs under the nightly profile")
+
+
+@pytest.mark.slow
+def test_the_binding_builds_against_a_local_copy_of_the_pinned_crate(
+    tmp_path: Path,
+) -> None:
+    """`ci.build_local --into TREE` gives a path build that the machine accepts."""
+    _nightly_only()
+    crate = prepare_crate_tree(default_work_dir() / "build-local-check")
+    tree = tmp_path / "tree"
+    command = [sys.executable, "-m", "ci.build_local", "--source", str(crate)]
+    built = subprocess.run(  # noqa: S603 - our own module
+        [*command, "--into", str(tree)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=BUILD_TIMEOUT_S,
+    )
+    assert 0 == built.returncode, built.stderr[-3000:]
+
+    extension = describe_extension(tree)
+    machine = subprocess.run(  # noqa: S603 - our own interpreter
+        [sys.executable, "-m", "pytest", *SMOKE_PYTEST_ARGS],
+        cwd=tree,
+        env=tree_environment(tree),
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=BUILD_TIMEOUT_S,
+    )
+
+    assert {"source": "path", "version": "1.6.1"} == {
+        key: extension[key] for key in ("source", "version")
+    }
+    assert str(tree) in extension["module"]
+    assert 0 == machine.returncode, machine.stdout[-3000:]
+    assert "registry" == describe_extension()["source"]
 
 
 @pytest.mark.slow
@@ -24,8 +74,7 @@ def test_the_machine_catches_a_binding_served_at_its_expiry_instant(
     tmp_path: Path,
 ) -> None:
     """With `*idle_deadline < now` in query_target the affinity machine fails."""
-    if selected_profile() != "nightly":
-        pytest.skip("builds the crate: runs under the nightly profile")
+    _nightly_only()
 
     result = smoke(default_work_dir(), tmp_path / "tree")
 
