@@ -89,7 +89,9 @@ RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
     "replica_for_an_expired_session": frozenset({ApplyReplica}),
     "replica_during_initialization": frozenset({ApplyReplica}),
     "release_after_a_replica_refresh": frozenset({ApplyReplica, Release}),
-    "new_session_against_uncollected_expiry": frozenset({Acquire}),
+    "new_session_against_uncollected_expiry": frozenset(
+        {Acquire, Commit, Release, Advance}
+    ),
     "waiting_request": frozenset({Acquire, PollWaiter, Commit, Abort, Join}),
 }
 """Which operation types each machine rule can apply (the per-rule denominators)."""

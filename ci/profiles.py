@@ -15,7 +15,9 @@ Hypothesis' own plugin reads the option.
 
 from __future__ import annotations
 
+import importlib
 import os
+import pkgutil
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
@@ -25,42 +27,28 @@ EXAMPLES = {"dev": 20, "ci": 400, "nightly": 2_000, "replay": 1}
 
 _SUPPRESSED = (HealthCheck.too_slow, HealthCheck.data_too_large)
 
-settings.register_profile(
-    "dev",
-    max_examples=EXAMPLES["dev"],
-    stateful_step_count=STEPS_PER_PROGRAM["dev"],
-    deadline=None,
-    suppress_health_check=_SUPPRESSED,
-)
-settings.register_profile(
-    "ci",
-    max_examples=EXAMPLES["ci"],
-    stateful_step_count=STEPS_PER_PROGRAM["ci"],
-    derandomize=True,
-    database=None,
-    print_blob=True,
-    deadline=None,
-    suppress_health_check=_SUPPRESSED,
-)
-settings.register_profile(
-    "nightly",
-    max_examples=EXAMPLES["nightly"],
-    stateful_step_count=STEPS_PER_PROGRAM["nightly"],
-    database=None,
-    print_blob=True,
-    deadline=None,
-    suppress_health_check=_SUPPRESSED,
-)
+_COMMON = {"deadline": None, "suppress_health_check": _SUPPRESSED}
+"""Every profile: no per-example deadline (timing depends on the machine)."""
+_REPRODUCIBLE = {**_COMMON, "database": None, "print_blob": True}
+"""Shared runs: no local example database, blobs printed for replay."""
+
+
+def _sized(name: str) -> dict[str, int]:
+    return {
+        "max_examples": EXAMPLES[name],
+        "stateful_step_count": STEPS_PER_PROGRAM[name],
+    }
+
+
+settings.register_profile("dev", **_sized("dev"), **_COMMON)
+settings.register_profile("ci", **_sized("ci"), **_REPRODUCIBLE, derandomize=True)
+settings.register_profile("nightly", **_sized("nightly"), **_REPRODUCIBLE)
 settings.register_profile(
     "replay",
-    max_examples=EXAMPLES["replay"],
-    stateful_step_count=STEPS_PER_PROGRAM["replay"],
-    database=None,
-    print_blob=True,
-    deadline=None,
+    **_sized("replay"),
+    **_REPRODUCIBLE,
     phases=(Phase.explicit, Phase.reuse),
     verbosity=Verbosity.normal,
-    suppress_health_check=_SUPPRESSED,
 )
 
 
@@ -74,6 +62,38 @@ def selected_profile() -> str:
 
 
 settings.load_profile(selected_profile())
+
+PROJECT_PACKAGES = ("ci", "impl", "model", "properties", "stateful")
+
+
+def import_project_modules() -> list[str]:
+    """Import every project module (test modules aside); return their names.
+
+    Hypothesis mixes literals from the *imported* non-test source files into
+    what it generates. Without this, a derandomized machine generated different
+    programs depending on which modules earlier tests happened to import, so a
+    coverage goal reached in one pytest process was missed in another. With
+    every module imported before the first test, the programs depend only on
+    the source tree.
+    """
+    names: list[str] = []
+    for package_name in PROJECT_PACKAGES:
+        package = importlib.import_module(package_name)
+        names.append(package_name)
+        found = pkgutil.walk_packages(package.__path__, f"{package_name}.")
+        for info in sorted(found, key=lambda info: info.name):
+            leaf = info.name.rsplit(".", 1)[-1]
+            if leaf.startswith("test_"):
+                continue
+            importlib.import_module(info.name)
+            names.append(info.name)
+    return names
+
+
+def pytest_configure() -> None:
+    """Before any test runs, settle the literals Hypothesis may draw from."""
+    import_project_modules()
+
 
 CANARY_SETTINGS = settings(
     max_examples=300,

@@ -93,6 +93,19 @@ def _sequence_in(crate_sequence: int) -> int:
     return crate_sequence - SEQUENCE_OFFSET
 
 
+def _new_table(config: AffinityConfig, *, manual: bool) -> _native.RuntimeAffinityTable:
+    """The binding's table for `config`: manual clock or paused runtime clock."""
+    build = (
+        _native.RuntimeAffinityTable.manual if manual else _native.RuntimeAffinityTable
+    )
+    return build(
+        config.ttl_ns,
+        config.mode is Mode.SOFT,
+        config.max_entries,
+        config.max_session_id_bytes,
+    )
+
+
 class NativeAffinity:
     """`SessionAffinity::with_config` of the pinned crate, under a paused clock."""
 
@@ -105,18 +118,8 @@ class NativeAffinity:
                 f"reaping {config.reaping!r} needs a source tree that has one"
             )
         self._config = config
-        build = (
-            _native.RuntimeAffinityTable.manual
-            if manual
-            else _native.RuntimeAffinityTable
-        )
         with _translated():
-            self._table = build(
-                config.ttl_ns,
-                config.mode is Mode.SOFT,
-                config.max_entries,
-                config.max_session_id_bytes,
-            )
+            self._table = _new_table(config, manual=manual)
             self._table.observe_replica_sequence(SEQUENCE_OFFSET)
 
     @property
@@ -262,13 +265,7 @@ def raw_next_sequence_probe(config: AffinityConfig) -> int:
     sequence from the wall clock, a manual-clock table from 1.
     """
     with _translated():
-        table = _native.RuntimeAffinityTable(
-            config.ttl_ns,
-            config.mode is Mode.SOFT,
-            config.max_entries,
-            config.max_session_id_bytes,
-        )
-        sequence, _writer = table.next_version()
+        sequence, _writer = _new_table(config, manual=False).next_version()
     return sequence
 
 

@@ -477,21 +477,44 @@ class AffinityMachine(RuleBasedStateMachine):
             )
         self._run("release_after_a_replica_refresh", Release(handle))
 
-    @precondition(has_expired)
-    @rule(data=st.data())
-    def new_session_against_uncollected_expiry(self, data: st.DataObject) -> None:
-        """A new id beside an expired, uncollected binding (refused if full), alike."""
+    def _vacant_ids(self) -> list[str]:
         state = self._harness().model.state()
         limit = state.config.max_session_id_bytes
-        vacant = [
+        return [
             s
             for s in SESSION_POOL
             if state.entry(s) is None and len(s.encode()) <= limit
         ]
-        session_id = data.draw(
-            st.sampled_from(vacant or self._expired_sessions()), label="id"
-        )
-        self._run("new_session_against_uncollected_expiry", Acquire(session_id, None))
+
+    @rule(data=st.data(), dispatched=targets)
+    def new_session_against_uncollected_expiry(
+        self, data: st.DataObject, dispatched: Target
+    ) -> None:
+        """A new id beside an expired, uncollected binding (refused if full), alike.
+
+        Self-contained, so it runs in every program: with no expired binding at
+        hand, it binds a vacant id, releases it, and moves the clock onto that
+        binding's deadline first (the reaper may collect it on the way, alike).
+        """
+        rule_name = "new_session_against_uncollected_expiry"
+        if not self._expired_sessions():
+            vacant = self._vacant_ids()
+            if not vacant:
+                return
+            first = data.draw(st.sampled_from(vacant), label="bound id")
+            step = self._run(rule_name, Acquire(first, None)).expected.value
+            if not isinstance(step, Initialize):
+                return
+            lease = self._run(rule_name, Commit(step.handle, dispatched)).expected
+            if isinstance(lease.value, int):
+                self._run(rule_name, Release(lease.value))
+            entry = self._harness().model.state().entry(first)
+            if isinstance(entry, Binding):
+                self._run(rule_name, Advance(entry.deadline_ns))
+        candidates = self._vacant_ids() or self._expired_sessions()
+        if candidates:
+            session_id = data.draw(st.sampled_from(candidates), label="id")
+            self._run(rule_name, Acquire(session_id, None))
 
     @rule(delta=st.sampled_from((-1, 0, 1, 10)))
     def observe_sequence(self, delta: int) -> None:

@@ -39,7 +39,7 @@ STAMP = "20260101T000000.000000Z"
 
 RELEASING_RULES = sorted(rule for rule, ops in RULE_OP_TYPES.items() if Release in ops)
 """Machine rules that can release a lease: the canary fails in one of them
-(which one Hypothesis shrinks to depends on the process, not on the code)."""
+(which one Hypothesis shrinks to moves with the rules and the source's literals)."""
 
 
 @pytest.fixture(scope="module")

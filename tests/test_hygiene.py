@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from ci.profiles import PROJECT_PACKAGES, import_project_modules
+
 ROOT = Path(__file__).resolve().parent.parent
 NATIVE_IMPORT = re.compile(
     r"^\s*(from\s+impl\s+import\s+_native|import\s+impl\._native|from\s+impl\._native\s+import)",
@@ -57,3 +59,28 @@ def test_exactly_one_module_imports_the_native_extension() -> None:
     )
 
     assert ["impl/adapter.py"] == importers
+
+
+def test_every_project_module_is_imported_before_the_first_test() -> None:
+    """Hypothesis draws literals from every non-test module, so its programs repeat.
+
+    `ci.profiles` imports the project at start-up; a module it missed would be
+    imported (or not) by whichever tests ran first in a process, and the
+    derandomized machines would then generate different programs per process.
+    """
+    expected = set()
+    for package in PROJECT_PACKAGES:
+        for path in sorted((ROOT / package).rglob("*")):
+            if path.suffix not in {".py", ".so"}:  # .so: the native extension
+                continue
+            relative = path.relative_to(ROOT)
+            relative = relative.with_name(relative.name.split(".")[0])
+            if relative.name.startswith("test_") or "target" in relative.parts:
+                continue
+            parts = (
+                relative.parts[:-1] if relative.name == "__init__" else relative.parts
+            )
+            expected.add(".".join(parts))
+
+    assert sorted(expected) == sorted(set(import_project_modules()))
+    assert set() == expected - set(sys.modules)

@@ -111,6 +111,31 @@ async fn settle() {
     }
 }
 
+/// A current-thread Tokio runtime whose clock moves only when told.
+fn paused_runtime() -> PyResult<Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .start_paused(true)
+        .build()
+        .map_err(|error| HandleError::new_err(format!("tokio runtime: {error}")))
+}
+
+/// `SessionAffinityConfig` from the binding's arguments.
+fn affinity_config(
+    ttl_ns: u64,
+    soft: bool,
+    max_entries: usize,
+    max_session_id_bytes: usize,
+) -> SessionAffinityConfig {
+    let mode = if soft { SessionAffinityMode::Soft } else { SessionAffinityMode::Hard };
+    SessionAffinityConfig {
+        ttl: Duration::from_nanos(ttl_ns),
+        mode,
+        max_entries,
+        max_session_id_bytes,
+    }
+}
+
 impl RuntimeAffinityTable {
     fn table(&self) -> PyResult<&SessionAffinity> {
         self.table
@@ -157,18 +182,8 @@ impl RuntimeAffinityTable {
     #[new]
     fn new(ttl_ns: u64, soft: bool, max_entries: usize, max_session_id_bytes: usize) -> PyResult<Self> {
         guard(|| {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .start_paused(true)
-                .build()
-                .map_err(|error| HandleError::new_err(format!("tokio runtime: {error}")))?;
-            let mode = if soft { SessionAffinityMode::Soft } else { SessionAffinityMode::Hard };
-            let config = SessionAffinityConfig {
-                ttl: Duration::from_nanos(ttl_ns),
-                mode,
-                max_entries,
-                max_session_id_bytes,
-            };
+            let runtime = paused_runtime()?;
+            let config = affinity_config(ttl_ns, soft, max_entries, max_session_id_bytes);
             let (table, origin) = runtime.block_on(async {
                 let origin = Instant::now();
                 let table = SessionAffinity::with_config(config);
@@ -201,18 +216,8 @@ impl RuntimeAffinityTable {
         max_session_id_bytes: usize,
     ) -> PyResult<Self> {
         guard(|| {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .start_paused(true)
-                .build()
-                .map_err(|error| HandleError::new_err(format!("tokio runtime: {error}")))?;
-            let mode = if soft { SessionAffinityMode::Soft } else { SessionAffinityMode::Hard };
-            let config = SessionAffinityConfig {
-                ttl: Duration::from_nanos(ttl_ns),
-                mode,
-                max_entries,
-                max_session_id_bytes,
-            };
+            let runtime = paused_runtime()?;
+            let config = affinity_config(ttl_ns, soft, max_entries, max_session_id_bytes);
             let origin = runtime.block_on(async { Instant::now() });
             let table = SessionAffinity::with_manual_clock(config, origin).map_err(to_py_error)?;
             Ok(Self {
