@@ -264,21 +264,21 @@ def build_extension(
         str(build.wheel_dir),
     ]
     started = time.monotonic()
-    try:
-        # cwd = the staged crate, so rustup reads its rust-toolchain.toml.
-        completed = subprocess.run(  # noqa: S603 - fixed tool invocation
-            command,
-            cwd=build.binding_dir,
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-        )
-    except subprocess.TimeoutExpired as error:
-        raise BuildError(f"maturin build exceeded {timeout_s} s") from error
+    completed = _maturin(command, build.binding_dir, timeout_s)
+    if completed.returncode != 0 and is_link_failure(
+        completed.stdout + completed.stderr
+    ):
+        # Release builds of the path crate are incremental (impl/Cargo.toml);
+        # after many mutate/restore cycles rustc's incremental cache can emit
+        # objects that no longer link. That is our cache, not the mutant: drop
+        # the cache and build once more from scratch.
+        shutil.rmtree(build.target_dir / "release" / "incremental", ignore_errors=True)
+        completed = _maturin(command, build.binding_dir, timeout_s)
     seconds = time.monotonic() - started
     output = completed.stdout + completed.stderr
     if completed.returncode != 0:
+        if is_link_failure(output):
+            raise BuildError(f"the binding does not link, even from scratch:\n{output}")
         return BuildResult(
             ok=False,
             seconds=seconds,
@@ -294,6 +294,31 @@ def build_extension(
             raise BuildError(f"expected one extension in {wheels[0]}, got {members}")
         replace_atomically(build.extension, wheel.read(members[0]))
     return BuildResult(ok=True, seconds=seconds, output=output, compile_error=False)
+
+
+LINK_FAILURE_MARKERS = ("linking with `cc` failed", "collect2: error: ld returned")
+
+
+def is_link_failure(output: str) -> bool:
+    """True when the build failed at the linker, not in rustc's checks."""
+    return any(marker in output for marker in LINK_FAILURE_MARKERS)
+
+
+def _maturin(
+    command: list[str], cwd: Path, timeout_s: float
+) -> subprocess.CompletedProcess[str]:
+    try:
+        # cwd = the staged crate, so rustup reads its rust-toolchain.toml.
+        return subprocess.run(  # noqa: S603 - fixed tool invocation
+            command,
+            cwd=cwd,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise BuildError(f"maturin build exceeded {timeout_s} s") from error
 
 
 def replace_atomically(path: Path, data: bytes) -> None:

@@ -10,7 +10,12 @@ import pytest
 
 from ci import mutants
 from ci._mutate import TARGET_FILES, Mutant, generate, mask
-from ci.build_local import IMPL, path_dependency_manifest, pinned_source
+from ci.build_local import (
+    IMPL,
+    is_link_failure,
+    path_dependency_manifest,
+    pinned_source,
+)
 
 CRATE = pinned_source()
 
@@ -261,3 +266,19 @@ def test_kill_rates_count_caught_viable_mutants_and_timeouts_apart(
         totals["stop_rate_crate"],
         totals["stop_rate_union"],
     )
+
+
+def test_a_link_failure_is_told_apart_from_a_mutant_that_does_not_compile() -> None:
+    """Linker errors (a stale incremental cache) are retried, not counted unviable."""
+    linker = (
+        "rust-lld: error: undefined hidden symbol: anon.61f6.31.llvm.1336\n"
+        "collect2: error: ld returned 1 exit status\n"
+        "error: could not compile `dynamo-verify-native` (lib) due to 1 previous error"
+    )
+    rustc = (
+        "error[E0308]: mismatched types\n"
+        "error: could not compile `dynamo-kv-router` (lib) due to 1 previous error"
+    )
+
+    assert is_link_failure(linker)
+    assert not is_link_failure(rustc)
