@@ -49,6 +49,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 IMPL = REPO / "impl"
 CRATE_NAME = "dynamo-kv-router"
+BINDING_PACKAGE = "dynamo-verify-native"
 SOURCE_ENV = "DYNAMO_KV_ROUTER_PATH"
 WORK_ENV = "DYNAMO_VERIFY_WORK"
 EXTENSION_NAME = "_native.abi3.so"
@@ -270,9 +271,9 @@ def build_extension(
     ):
         # Release builds of the path crate are incremental (impl/Cargo.toml);
         # after many mutate/restore cycles rustc's incremental cache can emit
-        # objects that no longer link. That is our cache, not the mutant: drop
-        # the cache and build once more from scratch.
-        shutil.rmtree(build.target_dir / "release" / "incremental", ignore_errors=True)
+        # an rlib whose codegen units no longer link together. That is our
+        # cache, not the mutant: clean the local crates and build once more.
+        clean_local_crates(build)
         completed = _maturin(command, build.binding_dir, timeout_s)
     seconds = time.monotonic() - started
     output = completed.stdout + completed.stderr
@@ -302,6 +303,19 @@ LINK_FAILURE_MARKERS = ("linking with `cc` failed", "collect2: error: ld returne
 def is_link_failure(output: str) -> bool:
     """True when the build failed at the linker, not in rustc's checks."""
     return any(marker in output for marker in LINK_FAILURE_MARKERS)
+
+
+def clean_local_crates(build: LocalBuild) -> None:
+    """Drop the path crate's and the binding's artifacts and incremental caches."""
+    release = build.target_dir / "release"
+    shutil.rmtree(release / "incremental", ignore_errors=True)
+    for package in (CRATE_NAME, BINDING_PACKAGE):
+        command = ["cargo", "clean", "--release", "--package", package]
+        command += ["--target-dir", str(build.target_dir)]
+        command += ["--manifest-path", str(build.binding_dir / "Cargo.toml")]
+        subprocess.run(  # noqa: S603 - fixed tool invocation
+            command, cwd=build.binding_dir, check=True, capture_output=True
+        )
 
 
 def _maturin(
