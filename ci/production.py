@@ -100,6 +100,15 @@ ROWS: tuple[Row, ...] = (
         "no such function in 1.6.1",
     ),
     Row(
+        "defaults",
+        "A.2, B.1",
+        "`SessionAffinityConfig::new(ttl)`: hard mode, 65,536 entries, 256-byte ids",
+        "as the spec says: hard mode, `MAX_SESSION_AFFINITY_ENTRIES` = 65,536, "
+        "`MAX_SESSION_AFFINITY_ID_BYTES` = 256 (the machines pass every field, "
+        "so these are read only by the defaults checks)",
+        "affinity.rs:29-30, 116-123",
+    ),
+    Row(
         "overflow_guard",
         "B.2, F.4",
         "AFF-guarded rejects `now + ttl` overflow",

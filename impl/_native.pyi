@@ -30,6 +30,8 @@ class RuntimeAffinityTable:
         max_session_id_bytes: int,
     ) -> None: ...
     @staticmethod
+    def crate_defaults(ttl_ns: int) -> tuple[bool, int, int]: ...
+    @staticmethod
     def manual(
         ttl_ns: int,
         soft: bool,

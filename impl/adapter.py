@@ -269,6 +269,25 @@ def raw_next_sequence_probe(config: AffinityConfig) -> int:
     return sequence
 
 
+def crate_default_config(ttl_ns: int) -> AffinityConfig:
+    """`SessionAffinityConfig::new(ttl)` as the model's configuration.
+
+    The machines always pass every field, so the crate's own defaults (mode,
+    `MAX_SESSION_AFFINITY_ENTRIES`, `MAX_SESSION_AFFINITY_ID_BYTES`) are read
+    only here.
+    """
+    with _translated():
+        soft, max_entries, max_id_bytes = _native.RuntimeAffinityTable.crate_defaults(
+            ttl_ns
+        )
+    return AffinityConfig(
+        ttl_ns=ttl_ns,
+        mode=Mode.SOFT if soft else Mode.HARD,
+        max_entries=max_entries,
+        max_session_id_bytes=max_id_bytes,
+    )
+
+
 # ---- policy queue adapter (below this line) ----
 #
 # `NativePolicyQueue` puts the binding's `PolicyQueueTable` behind

@@ -8,14 +8,16 @@ import pytest
 
 from ci import production
 from impl import adapter
-from impl.adapter import NativeAffinity
-from model.errors import ResourceExhaustedError, UnsupportedError
-from model.types import SECOND_NS, AffinityConfig, Initialize, Target, Wait
+from impl.adapter import NativeAffinity, crate_default_config
+from model.affinity import ModelAffinity
+from model.api import AffinityApi
+from model.errors import InvalidArgumentError, ResourceExhaustedError, UnsupportedError
+from model.types import SECOND_NS, AffinityConfig, Initialize, Mode, Target, Wait
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 
-def _bind_and_release(table: NativeAffinity, session_id: str) -> None:
+def _bind_and_release(table: AffinityApi, session_id: str) -> None:
     step = table.try_acquire(session_id, None)
     assert isinstance(step, Initialize)
     table.release(table.commit(step.handle, Target(1, None)))
@@ -109,3 +111,34 @@ def test_the_pinned_crate_has_no_group_id_function() -> None:
 
     with pytest.raises(UnsupportedError):
         table.subagent_group_affinity_id("parent")
+
+
+def test_the_crate_defaults_are_hard_mode_65536_entries_and_256_byte_ids() -> None:
+    """`SessionAffinityConfig::new(ttl)` gives the defaults the model assumes."""
+    defaults = crate_default_config(SECOND_NS)
+
+    assert AffinityConfig(ttl_ns=SECOND_NS) == defaults
+    assert (Mode.HARD, 65_536, 256) == (
+        defaults.mode,
+        defaults.max_entries,
+        defaults.max_session_id_bytes,
+    )
+
+
+@pytest.mark.parametrize("side", ["model", "crate"])
+def test_a_default_table_takes_65536_sessions_of_up_to_256_bytes(side: str) -> None:
+    """At the crate's defaults, session 65,537 and a 257-byte id are refused."""
+    config = crate_default_config(SECOND_NS)
+    table: AffinityApi = (
+        ModelAffinity(config) if side == "model" else NativeAffinity(config)
+    )
+    with pytest.raises(InvalidArgumentError):
+        table.try_acquire("x" * 257, None)
+    _bind_and_release(table, "x" * 256)
+    for number in range(1, 65_536):
+        _bind_and_release(table, f"s{number}")
+
+    assert 65_536 == table.entry_count()
+    with pytest.raises(ResourceExhaustedError):
+        table.try_acquire("one-too-many", None)
+    assert 65_536 == table.entry_count()

@@ -205,6 +205,17 @@ impl RuntimeAffinityTable {
         })
     }
 
+    /// `SessionAffinityConfig::new(ttl)`: the crate's defaults, as
+    /// `(soft, max_entries, max_session_id_bytes)`.
+    #[staticmethod]
+    fn crate_defaults(ttl_ns: u64) -> PyResult<(bool, usize, usize)> {
+        guard(|| {
+            let config = SessionAffinityConfig::new(Duration::from_nanos(ttl_ns));
+            let soft = config.mode == SessionAffinityMode::Soft;
+            Ok((soft, config.max_entries, config.max_session_id_bytes))
+        })
+    }
+
     /// `SessionAffinity::with_manual_clock(config, origin)` (feature
     /// `manual-clock`, for source trees that have it; 1.6.1 does not).
     #[cfg(feature = "manual-clock")]
