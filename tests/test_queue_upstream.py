@@ -202,6 +202,32 @@ def test_drr_carry_uses_next_dispatchable_lane(side: str) -> None:
 
 
 @pytest.mark.parametrize("side", SIDES)
+def test_a_carried_class_keeps_the_deficit_it_cannot_spend_yet(side: str) -> None:
+    """C.6 step 3: a carried class with ready work keeps its deficit (21, observed).
+
+    Upstream 21 asserts the kept deficit of 5 on a private field. Here a cost-12
+    head makes it visible: with 5 kept, the next visit brings agents to 15 and
+    serves it before batch's new head; with the deficit dropped, agents would
+    reach only 10 and batch would go first.
+    """
+    queue = maker(side)((cls("agents", 10), cls("batch", 1)))
+    put(queue, 0, 1, raw=5, worker_count=2)
+    put(queue, 0, 2, raw=1, arrival=1.0, worker_count=2, placement=W1)
+    put(queue, 0, 3, raw=12, arrival=2.0, worker_count=2, placement=W2)
+    put(queue, 1, 4, raw=1, worker_count=2)
+    w1_busy = Dispatch(saturated=frozenset({W1}))
+    first_two = [pop_payload(queue, w1_busy), pop_payload(queue, w1_busy)]
+    kept = _deficits(queue)
+    put(queue, 1, 5, raw=1, arrival=3.0, worker_count=2)
+
+    last_two = [pop_payload(queue, w1_busy), pop_payload(queue, w1_busy)]
+
+    assert [1, 4] == first_two
+    assert kept in (None, [5, 0])
+    assert [3, 5] == last_two
+
+
+@pytest.mark.parametrize("side", SIDES)
 def test_drr_serves_exact_quantum_ratio_for_equal_cost_backlogs(side: str) -> None:
     """Upstream 22: quanta 1 and 3 with unit costs serve one, three, three, three."""
     queue = maker(side)((cls("one", 1), cls("three", 3)))
