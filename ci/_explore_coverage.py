@@ -92,6 +92,9 @@ RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
     "new_session_against_uncollected_expiry": frozenset(
         {Acquire, Commit, Release, Advance}
     ),
+    "stale_lease_across_a_revival": frozenset(
+        {Acquire, Commit, Release, Advance, ApplyReplica, Invalidate}
+    ),
     "waiting_request": frozenset({Acquire, PollWaiter, Commit, Abort, Join}),
 }
 """Which operation types each machine rule can apply (the per-rule denominators)."""

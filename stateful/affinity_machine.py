@@ -498,23 +498,62 @@ class AffinityMachine(RuleBasedStateMachine):
         """
         rule_name = "new_session_against_uncollected_expiry"
         if not self._expired_sessions():
-            vacant = self._vacant_ids()
-            if not vacant:
-                return
-            first = data.draw(st.sampled_from(vacant), label="bound id")
-            step = self._run(rule_name, Acquire(first, None)).expected.value
-            if not isinstance(step, Initialize):
-                return
-            lease = self._run(rule_name, Commit(step.handle, dispatched)).expected
-            if isinstance(lease.value, int):
-                self._run(rule_name, Release(lease.value))
-            entry = self._harness().model.state().entry(first)
-            if isinstance(entry, Binding):
-                self._run(rule_name, Advance(entry.deadline_ns))
+            self._expire_a_vacant_binding(rule_name, data, dispatched)
         candidates = self._vacant_ids() or self._expired_sessions()
         if candidates:
             session_id = data.draw(st.sampled_from(candidates), label="id")
             self._run(rule_name, Acquire(session_id, None))
+
+    def _expire_a_vacant_binding(
+        self, rule_name: str, data: st.DataObject, dispatched: Target
+    ) -> None:
+        """Bind a vacant id, release it, and move the clock onto its deadline."""
+        vacant = self._vacant_ids()
+        if not vacant:
+            return
+        first = data.draw(st.sampled_from(vacant), label="expiring id")
+        step = self._run(rule_name, Acquire(first, None)).expected.value
+        if not isinstance(step, Initialize):
+            return
+        lease = self._run(rule_name, Commit(step.handle, dispatched)).expected
+        if isinstance(lease.value, int):
+            self._run(rule_name, Release(lease.value))
+        entry = self._harness().model.state().entry(first)
+        if isinstance(entry, Binding):
+            self._run(rule_name, Advance(entry.deadline_ns))
+
+    @rule(data=st.data(), dispatched=targets, revived_to=targets)
+    def stale_lease_across_a_revival(
+        self, data: st.DataObject, dispatched: Target, revived_to: Target
+    ) -> None:
+        """A stale lease stays stale when its id is rebound after a revival, alike.
+
+        A session holds two leases; a replica revives another, expired binding;
+        one lease invalidates the session; the id is bound afresh; then the
+        other, stale lease is released. It must not count against the new
+        binding: every binding's revision is new (the crate's `next_revision`).
+        """
+        rule_name = "stale_lease_across_a_revival"
+        if not self._expired_sessions():
+            self._expire_a_vacant_binding(rule_name, data, dispatched)
+        vacant = self._vacant_ids()
+        if not vacant or not self._expired_sessions():
+            return
+        session_id = data.draw(st.sampled_from(vacant), label="id")
+        first = self._run(rule_name, Acquire(session_id, None)).expected.value
+        if not isinstance(first, Initialize):
+            return
+        committed = self._run(rule_name, Commit(first.handle, dispatched)).expected
+        second = self._run(rule_name, Acquire(session_id, None)).expected.value
+        if not isinstance(committed.value, int) or not isinstance(second, Bound):
+            return
+        expired = data.draw(st.sampled_from(self._expired_sessions()), label="revive")
+        self._run(rule_name, ApplyReplica(expired, revived_to, Version(0, 0)))
+        self._run(rule_name, Invalidate(committed.value))
+        again = self._run(rule_name, Acquire(session_id, None)).expected.value
+        if isinstance(again, Initialize):
+            self._run(rule_name, Commit(again.handle, dispatched))
+        self._run(rule_name, Release(second.handle))
 
     @rule(delta=st.sampled_from((-1, 0, 1, 10)))
     def observe_sequence(self, delta: int) -> None:

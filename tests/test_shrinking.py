@@ -4,25 +4,28 @@ Each canary runs the differential machine under `CANARY_SETTINGS` until it
 fails; its final replay (Hypothesis' shrunk program) is recorded as a trace,
 replayed outside Hypothesis, and minimized by `ci.minimize`.
 
-Measured on dynamo-kv-router 1.6.1 (December 2026, with every project module
-imported before the first test, see `ci.profiles.import_project_modules`),
-shrunk / minimized steps:
+Measured on dynamo-kv-router 1.6.1 (December 2026), shrunk / minimized steps,
+with every project module imported before the first test (see
+`ci.profiles.import_project_modules`), before and after the machine gained
+its `stale_lease_across_a_revival` rule:
 
 | canary                  | Hypothesis | minimized |
 |-------------------------|-----------:|----------:|
-| eager_reaper_model      |         37 |         5 |
-| forgetful_release       |         28 |         3 |
-| late_expiry             |         32 |         4 |
-| leaky_release_model     |         13 |         3 |
-| off_by_one_expiry_model |         71 |         6 |
-| sleepy_waiter           |          4 |         3 |
-| stale_replica_wins      |          6 |         2 |
+| eager_reaper_model      |    37 / 49 |     5 / 9 |
+| forgetful_release       |    28 / 29 |     3 / 3 |
+| late_expiry             |    32 / 20 |     4 / 3 |
+| leaky_release_model     |     13 / 4 |     3 / 3 |
+| off_by_one_expiry_model |    71 / 28 |     6 / 5 |
+| sleepy_waiter           |     4 / 35 |     3 / 3 |
+| stale_replica_wins      |      6 / 2 |     2 / 2 |
 
-The run is derandomized and the literals Hypothesis mixes in are settled, so
-these lengths repeat in every process; they still move whenever the machine's
-rules or the project's source change, so the bounds allow about 2.5 times the
-measured length. Minimized programs are 1-minimal (no single step can go), so
-their bound is tight: 8 steps.
+The run is derandomized and the literals Hypothesis mixes in are settled, so a
+length repeats in every process; but any change to the rules or the source's
+literals moves it, by up to nine times (sleepy_waiter). The bounds allow 2.5
+times the longer of the two measurements, and at least 40 steps. Minimized
+programs are 1-minimal (no single step can go), but handle numbers tie an
+acquire to its later commit or release, so a 1-minimal program can keep a pair
+that only deleting both would remove: their bound is 10 steps.
 """
 
 from __future__ import annotations
@@ -43,17 +46,17 @@ from stateful.affinity_machine import AffinityMachine
 from stateful.harness import default_factory, sut_name
 
 SHRUNK_STEPS_MAX: Final[dict[str, int]] = {
-    "eager_reaper_model": 90,
-    "forgetful_release": 70,
+    "eager_reaper_model": 125,
+    "forgetful_release": 75,
     "late_expiry": 80,
-    "leaky_release_model": 35,
+    "leaky_release_model": 40,
     "off_by_one_expiry_model": 180,
-    "sleepy_waiter": 15,
-    "stale_replica_wins": 20,
+    "sleepy_waiter": 90,
+    "stale_replica_wins": 40,
 }
 """Per canary: the longest Hypothesis-shrunk program this test accepts."""
 
-MINIMAL_STEPS_MAX: Final[int] = 8
+MINIMAL_STEPS_MAX: Final[int] = 10
 """The longest minimized program this test accepts, for every canary."""
 
 
@@ -139,7 +142,7 @@ def test_the_shrunk_trace_passes_against_the_real_system(shrunk: Shrunk) -> None
     assert first is None
 
 
-def test_minimizing_keeps_the_failure_in_at_most_eight_steps(shrunk: Shrunk) -> None:
+def test_minimizing_keeps_the_failure_in_at_most_ten_steps(shrunk: Shrunk) -> None:
     """Step deletion leaves a short program that fails the same check first."""
     canary = CANARIES[shrunk.name]
     original = replay(shrunk.trace, canary, shrunk.name).first_failure
