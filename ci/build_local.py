@@ -307,15 +307,13 @@ def is_link_failure(output: str) -> bool:
 
 def clean_local_crates(build: LocalBuild) -> None:
     """Drop the path crate's and the binding's artifacts and incremental caches."""
-    release = build.target_dir / "release"
-    shutil.rmtree(release / "incremental", ignore_errors=True)
-    for package in (CRATE_NAME, BINDING_PACKAGE):
-        command = ["cargo", "clean", "--release", "--package", package]
-        command += ["--target-dir", str(build.target_dir)]
-        command += ["--manifest-path", str(build.binding_dir / "Cargo.toml")]
-        subprocess.run(  # noqa: S603 - fixed tool invocation
-            command, cwd=build.binding_dir, check=True, capture_output=True
-        )
+    shutil.rmtree(build.target_dir / "release" / "incremental", ignore_errors=True)
+    command = ["cargo", "clean", "--release", "-p", CRATE_NAME, "-p", BINDING_PACKAGE]
+    command += ["--target-dir", str(build.target_dir)]
+    command += ["--manifest-path", str(build.binding_dir / "Cargo.toml")]
+    subprocess.run(  # noqa: S603 - fixed tool invocation
+        command, cwd=build.binding_dir, check=True, capture_output=True
+    )
 
 
 def _maturin(

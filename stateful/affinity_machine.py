@@ -227,13 +227,17 @@ class AffinityMachine(RuleBasedStateMachine):
     )
     def request_turn(self, session_id: str, dispatched: Target, then: str) -> None:
         """A whole turn (acquire, commit, maybe release) agrees step by step."""
-        report = self._run("request_turn", Acquire(session_id, None))
-        step = report.expected.value
+        self._turn("request_turn", session_id, dispatched, release=then == "release")
+
+    def _turn(
+        self, rule_name: str, session_id: str, dispatched: Target, *, release: bool
+    ) -> None:
+        """Acquire, commit where dispatched, release if asked (as far as allowed)."""
+        step = self._run(rule_name, Acquire(session_id, None)).expected.value
         if isinstance(step, Initialize | Bound):
-            commit = self._run("request_turn", Commit(step.handle, dispatched))
-            lease = commit.expected.value
-            if then == "release" and isinstance(lease, int):
-                self._run("request_turn", Release(lease))
+            lease = self._run(rule_name, Commit(step.handle, dispatched)).expected.value
+            if release and isinstance(lease, int):
+                self._run(rule_name, Release(lease))
 
     @rule(
         session_id=sessions,
@@ -390,21 +394,17 @@ class AffinityMachine(RuleBasedStateMachine):
             for writer in {*WRITERS, base.writer}
         )
 
-    def _bound_sessions(self) -> list[str]:
+    def _sessions(self, *kinds: type) -> list[str]:
         state = self._harness().model.state()
-        return [s for s, entry in state.entries if isinstance(entry, Binding)]
+        return [s for s, entry in state.entries if isinstance(entry, kinds)]
 
     def has_bindings(self) -> bool:
         """Some session is bound (live or expired)."""
-        return bool(self._bound_sessions())
-
-    def _initializing_sessions(self) -> list[str]:
-        state = self._harness().model.state()
-        return [s for s, entry in state.entries if isinstance(entry, Initializing)]
+        return bool(self._sessions(Binding))
 
     def has_initializing(self) -> bool:
         """Some session is initializing."""
-        return bool(self._initializing_sessions())
+        return bool(self._sessions(Initializing))
 
     @precondition(has_bindings)
     @rule(
@@ -413,7 +413,7 @@ class AffinityMachine(RuleBasedStateMachine):
     )
     def replica_for_a_bound_session(self, data: st.DataObject, change: str) -> None:
         """A replica update of a bound session (refresh, newer, older) agrees."""
-        session_id = data.draw(st.sampled_from(self._bound_sessions()), label="id")
+        session_id = data.draw(st.sampled_from(self._sessions(Binding)), label="id")
         entry = self._harness().model.state().entry(session_id)
         assert isinstance(entry, Binding)
         version, target = entry.version, entry.target
@@ -454,7 +454,7 @@ class AffinityMachine(RuleBasedStateMachine):
     ) -> None:
         """A replica update for an initializing session is ignored alike."""
         session_id = data.draw(
-            st.sampled_from(self._initializing_sessions()), label="id"
+            st.sampled_from(self._sessions(Initializing)), label="id"
         )
         version = Version(self._harness().model.state().next_sequence, 1)
         self._run(
@@ -512,12 +512,7 @@ class AffinityMachine(RuleBasedStateMachine):
         if not vacant:
             return
         first = data.draw(st.sampled_from(vacant), label="expiring id")
-        step = self._run(rule_name, Acquire(first, None)).expected.value
-        if not isinstance(step, Initialize):
-            return
-        lease = self._run(rule_name, Commit(step.handle, dispatched)).expected
-        if isinstance(lease.value, int):
-            self._run(rule_name, Release(lease.value))
+        self._turn(rule_name, first, dispatched, release=True)
         entry = self._harness().model.state().entry(first)
         if isinstance(entry, Binding):
             self._run(rule_name, Advance(entry.deadline_ns))

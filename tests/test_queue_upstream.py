@@ -182,14 +182,23 @@ def test_drr_weights_progress_and_skips_blocked_classes_without_credit(
     assert kept in (None, True)
 
 
-@pytest.mark.parametrize("side", SIDES)
-def test_drr_carry_uses_next_dispatchable_lane(side: str) -> None:
-    """Upstream 21: the carried class skips its blocked lane; a cost-10 head waits."""
+def _agents_and_batch(side: str, third_cost: int) -> PolicyQueueApi:
+    """Upstream 21's queue: agents (quantum 10) and batch (quantum 1).
+
+    Agents holds costs 5, 1 (on W1) and `third_cost` (on W2); batch one cost 1.
+    """
     queue = maker(side)((cls("agents", 10), cls("batch", 1)))
     put(queue, 0, 1, raw=5, worker_count=2)
     put(queue, 0, 2, raw=1, arrival=1.0, worker_count=2, placement=W1)
-    put(queue, 0, 3, raw=10, arrival=2.0, worker_count=2, placement=W2)
+    put(queue, 0, 3, raw=third_cost, arrival=2.0, worker_count=2, placement=W2)
     put(queue, 1, 4, raw=1, worker_count=2)
+    return queue
+
+
+@pytest.mark.parametrize("side", SIDES)
+def test_drr_carry_uses_next_dispatchable_lane(side: str) -> None:
+    """Upstream 21: the carried class skips its blocked lane; a cost-10 head waits."""
+    queue = _agents_and_batch(side, third_cost=10)
     w1_busy = Dispatch(saturated=frozenset({W1}))
 
     first = pop_payload(queue, w1_busy)
@@ -210,11 +219,7 @@ def test_a_carried_class_keeps_the_deficit_it_cannot_spend_yet(side: str) -> Non
     serves it before batch's new head; with the deficit dropped, agents would
     reach only 10 and batch would go first.
     """
-    queue = maker(side)((cls("agents", 10), cls("batch", 1)))
-    put(queue, 0, 1, raw=5, worker_count=2)
-    put(queue, 0, 2, raw=1, arrival=1.0, worker_count=2, placement=W1)
-    put(queue, 0, 3, raw=12, arrival=2.0, worker_count=2, placement=W2)
-    put(queue, 1, 4, raw=1, worker_count=2)
+    queue = _agents_and_batch(side, third_cost=12)
     w1_busy = Dispatch(saturated=frozenset({W1}))
     first_two = [pop_payload(queue, w1_busy), pop_payload(queue, w1_busy)]
     kept = _deficits(queue)
