@@ -74,6 +74,7 @@ from model.ops import (
 )
 from model.types import SECOND_NS, AffinityConfig, Published, Target, Version
 from properties import Property, Step, properties
+from properties.registry import goals
 
 CLOCK_OVERFLOW_NS = 2**64
 """An instant no `u64` nanosecond count can hold."""
@@ -179,9 +180,10 @@ class Exploration:
 
     def unreached_goals(self) -> list[str]:
         """`sometimes` goals of the affinity subject this exploration never met."""
+        config = self.bound.config
         return [
             prop.name
-            for prop in properties(subject="affinity", kind="sometimes")
+            for prop in goals("affinity", (config.clock, config.reaping))
             if prop.name not in self.reached
         ]
 

@@ -175,6 +175,7 @@ BOUNDS: tuple[Bound, ...] = (
             ),
             **_because(
                 "an unleased binding needs acquire, commit, release: 3 steps",
+                "a_lookup_met_an_uncollected_binding_at_its_exact_deadline",
                 "an_expired_binding_awaited_collection",
                 "the_reaper_collected_a_binding",
                 "the_clock_landed_exactly_on_a_deadline",
@@ -201,6 +202,11 @@ BOUNDS: tuple[Bound, ...] = (
                 "hard mode: bindings never change version under a lease",
                 "a_soft_commit_moved_a_binding",
                 "a_stale_lease_was_released",
+            ),
+            **_because(
+                "a deadline off the reaper's grid needs an advance before the "
+                "binding: 6 steps",
+                "a_lookup_met_an_uncollected_binding_at_its_exact_deadline",
             ),
         },
     ),

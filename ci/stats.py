@@ -24,6 +24,7 @@ from typing import Any, Final, Literal, Protocol
 
 from properties import properties
 from properties.registry import Subject
+from properties.registry import goals as registry_goals
 
 STATS_ENV: Final[str] = "VERIFY_STATS_DIR"
 RECORDS_MAX: Final[int] = 10_000
@@ -62,10 +63,18 @@ def write(kind: Kind, name: str, record: dict[str, Any]) -> Path | None:
 
 
 def record_machine(
-    subject: Subject, machine: MachineStats, rules: Sequence[str], name: str
+    subject: Subject,
+    machine: MachineStats,
+    rules: Sequence[str],
+    name: str,
+    tags: Sequence[str] = (),
 ) -> Path | None:
-    """Record a machine's steps, rules, coverage goals and invariant evaluations."""
-    goals = sorted(p.name for p in properties(subject=subject, kind="sometimes"))
+    """Record a machine's steps, rules, coverage goals and invariant evaluations.
+
+    `tags` name the configurations the run covered (e.g. `manual`,
+    `every_advance`); goals declared unreachable under one of them are left out.
+    """
+    goals = sorted(p.name for p in registry_goals(subject, tags))
     invariants = len(properties(subject=subject, kind="always"))
     return write(
         "machine",
@@ -78,6 +87,8 @@ def record_machine(
             "goals_reached": sorted(set(goals) & machine.goals_reached),
             "goals": goals,
             "invariant_checks": machine.steps_run * invariants,
+            "goal_counts": dict(sorted(getattr(machine, "goal_counts", {}).items())),
+            "tags": sorted(tags),
         },
     )
 

@@ -37,6 +37,7 @@ class RuntimeAffinityTable:
         soft: bool,
         max_entries: int,
         max_session_id_bytes: int,
+        instant_range_ns: int | None = None,
     ) -> RuntimeAffinityTable: ...
     def crate_advance_clock(self, now_ns: int) -> None: ...
     @property

@@ -95,10 +95,15 @@ def _sequence_in(crate_sequence: int) -> int:
 
 def _new_table(config: AffinityConfig, *, manual: bool) -> _native.RuntimeAffinityTable:
     """The binding's table for `config`: manual clock or paused runtime clock."""
-    build = (
-        _native.RuntimeAffinityTable.manual if manual else _native.RuntimeAffinityTable
-    )
-    return build(
+    if manual:
+        return _native.RuntimeAffinityTable.manual(
+            config.ttl_ns,
+            config.mode is Mode.SOFT,
+            config.max_entries,
+            config.max_session_id_bytes,
+            config.instant_range_ns,
+        )
+    return _native.RuntimeAffinityTable(
         config.ttl_ns,
         config.mode is Mode.SOFT,
         config.max_entries,
@@ -111,7 +116,7 @@ class NativeAffinity:
 
     def __init__(self, config: AffinityConfig) -> None:
         """Build the crate's runtime-clock table at clock time 0."""
-        manual = config.reaping != "runtime_reaper"
+        manual = config.clock == "manual"
         if manual and not HAS_MANUAL_CLOCK:
             raise UnsupportedError(
                 f"dynamo-kv-router {CRATE_VERSION} has no manual clock; "
@@ -133,11 +138,26 @@ class NativeAffinity:
         return self._table.now_ns
 
     def advance_clock(self, now_ns: int) -> None:
-        """Move the paused clock to `now_ns`, letting the reaper run on the way."""
-        if now_ns < 0:
+        """Move the table's clock to `now_ns`.
+
+        A runtime table: the paused Tokio clock moves and the reaper runs on
+        the way. A manual table: the crate's `advance_clock(origin + now_ns)`.
+        """
+        if now_ns < 0:  # the binding counts nanoseconds in a u64
             raise InvalidArgumentError("affinity clock cannot move backwards")
         with _translated():
             self._table.advance_clock(now_ns)
+
+    def crate_advance_clock(self, now_ns: int) -> None:
+        """The crate's `advance_clock` on either kind of table."""
+        if not HAS_MANUAL_CLOCK:
+            raise UnsupportedError(
+                f"dynamo-kv-router {CRATE_VERSION} has no advance_clock"
+            )
+        if now_ns < 0:
+            raise InvalidArgumentError("affinity clock cannot move backwards")
+        with _translated():
+            self._table.crate_advance_clock(now_ns)
 
     def try_acquire(self, session_id: str, requested: Target | None) -> AcquireStep:
         """`SessionAffinity::try_acquire`."""
@@ -237,11 +257,8 @@ class NativeAffinity:
         return Version(sequence=_sequence_in(sequence), writer=writer)
 
     def subagent_group_affinity_id(self, parent_session_id: str) -> str:
-        """Not in the pinned crate: `subagent_group_affinity_id` arrived later."""
-        raise UnsupportedError(
-            f"dynamo-kv-router {CRATE_VERSION} has no subagent_group_affinity_id "
-            f"(asked for {parent_session_id!r})"
-        )
+        """The crate's `subagent_group_affinity_id`, where the target has it."""
+        return subagent_group_affinity_id(parent_session_id)
 
     def drop_table(self) -> None:
         """Drop the binding's `SessionAffinity`; handles keep weak references."""
@@ -258,14 +275,28 @@ class NativeAffinity:
         return self._table.live_handles()
 
 
+def subagent_group_affinity_id(parent_session_id: str) -> str:
+    """`subagent_group_affinity_id(parent)`; UnsupportedError where it is absent."""
+    function = getattr(_native, "subagent_group_affinity_id", None)
+    if function is None:
+        raise UnsupportedError(
+            f"dynamo-kv-router {CRATE_VERSION} has no subagent_group_affinity_id "
+            f"(asked for {parent_session_id!r})"
+        )
+    with _translated():
+        return str(function(parent_session_id))
+
+
 def raw_next_sequence_probe(config: AffinityConfig) -> int:
     """A fresh table's first local sequence, without the adapter's offset.
 
-    Used by the "Production under test" checks: the runtime table seeds its
-    sequence from the wall clock, a manual-clock table from 1.
+    Used by the "Production under test" checks and the capability probe: the
+    runtime table seeds its sequence from the wall clock, a manual-clock table
+    (where there is one) from 1.
     """
     with _translated():
-        sequence, _writer = _new_table(config, manual=False).next_version()
+        table = _new_table(config, manual=config.clock == "manual")
+        sequence, _writer = table.next_version()
     return sequence
 
 

@@ -157,6 +157,11 @@ def reaper_period_ns(ttl_ns: int) -> int:
     return -(-period_ns // MILLISECOND_NS) * MILLISECOND_NS
 
 
+def cleanup_period_ns(ttl_ns: int) -> int:
+    """A manual table's cleanup cadence, min(ttl, 30 s), exact (no timer grid)."""
+    return min(ttl_ns, REAPER_PERIOD_NS_MAX)
+
+
 def group_affinity_id(parent_session_id: str) -> str:
     """A sub-agent group's key: a prefix no header can carry, then blake3 in hex."""
     digest = blake3.blake3(parent_session_id.encode()).hexdigest()
@@ -222,6 +227,13 @@ class ModelAffinity:
         check_ttl(config.ttl_ns)
         if config.max_entries < 0 or config.max_session_id_bytes < 0:
             raise InvalidArgumentError("capacity and id limits must be non-negative")
+        if config.clock == "manual" and config.instant_range_ns is not None:
+            if config.instant_range_ns < 0:
+                raise InvalidArgumentError("the Instant range must be non-negative")
+            if config.ttl_ns > config.instant_range_ns:
+                raise InvalidArgumentError(
+                    "affinity clock plus TTL exceeds the supported Instant range"
+                )
         self._config = config
         self._now_ns = 0
         self._entries: dict[str, Entry] = {}
@@ -296,9 +308,11 @@ class ModelAffinity:
 
     def advance_clock(self, now_ns: int) -> None:
         """Move the clock forward (never back) and collect per the reaping variant."""
-        if now_ns < self._now_ns:
+        if self._config.clock == "manual":
+            self._check_manual_clock(now_ns)
+        elif now_ns < self._now_ns:
             raise InvalidArgumentError("affinity clock cannot move backwards")
-        if now_ns > CLOCK_NS_MAX:
+        elif now_ns > CLOCK_NS_MAX:
             raise InvalidArgumentError(
                 "affinity clock beyond the binding's supported range"
             )
@@ -313,8 +327,38 @@ class ModelAffinity:
             last_tick_ns = now_ns // period_ns * period_ns
             if last_tick_ns > previous_ns:
                 self._reap(last_tick_ns)
-        elif now_ns >= self._last_reap_ns + period_ns:  # cadence
-            self._reap(now_ns)
+        elif now_ns >= self._last_reap_ns + cleanup_period_ns(self._config.ttl_ns):
+            self._reap(now_ns)  # cadence
+
+    def crate_advance_clock(self, now_ns: int) -> None:
+        """The crate's own `advance_clock`: a runtime-clock table refuses it."""
+        if self._config.clock == "runtime":
+            raise InvalidArgumentError("affinity table uses the runtime clock")
+        self.advance_clock(now_ns)
+
+    def _check_manual_clock(self, now_ns: int) -> None:
+        """Refuse a manual clock update that is not a time the table can hold.
+
+        In this order: an instant the host cannot even name (past the `u64`
+        nanoseconds of the binding, or past the platform's `Instant` range), a
+        move backwards, and a time whose idle deadline `now + ttl` would leave
+        the `Instant` range (the overflow guard, F.4).
+        """
+        instant_range_ns = self._config.instant_range_ns
+        if now_ns > U64_MAX or (
+            instant_range_ns is not None and now_ns > instant_range_ns
+        ):
+            raise InvalidArgumentError(
+                "affinity clock beyond the binding's Instant range"
+            )
+        if now_ns < self._now_ns:
+            raise InvalidArgumentError("affinity clock cannot move backwards")
+        if instant_range_ns is not None and now_ns + self._config.ttl_ns > (
+            instant_range_ns
+        ):
+            raise InvalidArgumentError(
+                "affinity clock plus TTL exceeds the supported Instant range"
+            )
 
     def _reap(self, at_ns: int) -> None:
         """Remove every unleased binding whose deadline is at or before `at_ns`."""

@@ -41,6 +41,10 @@ class AffinityApi(Protocol):
         """Move the clock to `now_ns`; backwards or out-of-range is an error."""
         ...
 
+    def crate_advance_clock(self, now_ns: int) -> None:
+        """The crate's `advance_clock` itself: a runtime-clock table refuses it."""
+        ...
+
     def try_acquire(self, session_id: str, requested: Target | None) -> AcquireStep:
         """`try_acquire`: initialize, take a bound lease, or wait."""
         ...

@@ -67,3 +67,21 @@ class QueueUsageError(Exception):
     """A queue call the crate would panic on (e.g. an out-of-range class)."""
 
     kind = "QueueUsageError"
+
+
+CLOCK_REFUSALS: tuple[tuple[str, str], ...] = (
+    ("cannot move backwards", "backwards"),
+    ("plus TTL exceeds the supported Instant range", "deadline_overflow"),
+    ("uses the runtime clock", "runtime_table"),
+    ("affinity clock beyond", "binding_range"),
+    ("value out of the crate's range", "binding_range"),
+)
+"""Which check refused a clock update, recognised by its message."""
+
+
+def clock_refusal(message: str) -> str | None:
+    """The clock check a refusal message names (None: not a clock refusal)."""
+    for fragment, refusal in CLOCK_REFUSALS:
+        if fragment in message:
+            return refusal
+    return None

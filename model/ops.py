@@ -15,6 +15,7 @@ from model.errors import (
     HandleError,
     RustPanicError,
     UnsupportedError,
+    clock_refusal,
 )
 from model.types import (
     AcquireStep,
@@ -27,6 +28,13 @@ from model.types import (
 @dataclass(frozen=True)
 class Advance:
     """`advance_clock(now_ns)`."""
+
+    now_ns: int
+
+
+@dataclass(frozen=True)
+class CrateAdvance:
+    """`crate_advance_clock(now_ns)`: the crate's own `advance_clock`."""
 
     now_ns: int
 
@@ -126,6 +134,7 @@ class DropTable:
 
 Op = (
     Advance
+    | CrateAdvance
     | Acquire
     | Join
     | Commit
@@ -143,6 +152,7 @@ Op = (
 
 OP_TYPES: tuple[type[Op], ...] = (
     Advance,
+    CrateAdvance,
     Acquire,
     Join,
     Commit,
@@ -165,12 +175,19 @@ Value = AcquireStep | Target | Version | ReplicaOutcome | int | bool | None
 class Outcome:
     """What one operation returned, or which error kind it raised.
 
-    Equality ignores the message: the kind and the value are the contract.
+    Equality ignores the message: the kind and the value are the contract,
+    plus, for a refused clock update, which check refused it (`refusal`, read
+    from the message: every clock refusal is an `InvalidArgument`).
     """
 
     value: Value = None
     error: str | None = None
     message: str = field(default="", compare=False)
+    refusal: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        if self.error == "InvalidArgument":
+            object.__setattr__(self, "refusal", clock_refusal(self.message))
 
     @property
     def ok(self) -> bool:
@@ -183,6 +200,9 @@ def call(api: AffinityApi, op: Op) -> Value:  # noqa: C901 - one case per operat
     match op:
         case Advance(now_ns):
             api.advance_clock(now_ns)
+            return None
+        case CrateAdvance(now_ns):
+            api.crate_advance_clock(now_ns)
             return None
         case Acquire(session_id, requested):
             return api.try_acquire(session_id, requested)

@@ -72,9 +72,19 @@ Reaping = Literal["runtime_reaper", "every_advance", "cadence"]
 * `runtime_reaper`: the serving table's background task, every
   `min(ttl, 30 s)` from construction, on Tokio's 1 ms timer grid.
 * `every_advance`: a manual-clock table collecting on every `advance_clock`.
-* `cadence`: a manual-clock table collecting only when an advance reaches the
-  next `k * min(ttl, 30 s)` instant.
+* `cadence`: a manual-clock table collecting only when an advance reaches
+  `min(ttl, 30 s)` after the last collection (the first one counts from
+  construction), at the instant it moved to.
 """
+
+Clock = Literal["runtime", "manual"]
+"""Which clock a table reads: the Tokio runtime's (`with_config`) or the host's
+(`with_manual_clock` / `advance_clock`)."""
+
+
+def clock_of(reaping: Reaping) -> Clock:
+    """The clock a reaping variant belongs to."""
+    return "runtime" if reaping == "runtime_reaper" else "manual"
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,14 @@ class AffinityConfig:
     max_entries: int = ENTRIES_MAX_DEFAULT
     max_session_id_bytes: int = SESSION_ID_BYTES_MAX_DEFAULT
     reaping: Reaping = "runtime_reaper"
+    instant_range_ns: int | None = None
+    """Manual clock only: the platform's `Instant` range ends this many
+    nanoseconds after the table's origin (None: beyond any `u64` clock)."""
+
+    @property
+    def clock(self) -> Clock:
+        """The clock the table reads."""
+        return clock_of(self.reaping)
 
 
 @dataclass(frozen=True)

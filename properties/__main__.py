@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from properties import properties
+from properties.registry import Property
 
 _HEADER = """# Invariant catalogue
 
@@ -16,6 +17,14 @@ replay or the bounded explorer visits. `always` must hold on each; `sometimes`
 must be reached at least once in a CI run, or the run fails as vacuous. A pass
 means "no counterexample within the bounds of that run", never "verified".
 """
+
+
+def _statement(prop: Property) -> str:
+    """The statement, with any configurations where the goal is unreachable."""
+    notes = [
+        f"unreachable under `{tag}`: {why}" for tag, why in prop.unreachable.items()
+    ]
+    return "; ".join([prop.statement, *notes])
 
 
 def markdown() -> str:
@@ -32,7 +41,7 @@ def markdown() -> str:
             "|---|---|---|---|---|",
         ]
         lines += [
-            f"| `{p.name}` | {p.kind} | {p.over} | {p.spec} | {p.statement} |"
+            f"| `{p.name}` | {p.kind} | {p.over} | {p.spec} | {_statement(p)} |"
             for p in rows
         ]
         lines.append("")

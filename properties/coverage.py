@@ -6,18 +6,37 @@ as vacuous (a green run that never, say, filled the table proves little).
 
 from __future__ import annotations
 
-from model.affinity import AffinityState, Binding, InitHandle, LeaseHandle
+from model.affinity import (
+    AffinityState,
+    Binding,
+    InitHandle,
+    LeaseHandle,
+    cleanup_period_ns,
+    reaper_period_ns,
+)
 from model.ops import (
     Acquire,
     Advance,
     ApplyReplica,
     Commit,
+    CrateAdvance,
     Join,
     PollWaiter,
+    Query,
     Release,
 )
 from model.types import Mode, ReplicaOutcome, Wait
 from properties.registry import Step, register
+
+NO_CLEANUP_INSTANT = "every advance is a cleanup instant"
+RUNTIME_RANGE = (
+    "a runtime table's clock is the binding's paused Tokio clock, bounded by "
+    "CLOCK_NS_MAX; no Instant range is placed near its end"
+)
+
+
+def _moves_clock(step: Step) -> bool:
+    return isinstance(step.op, Advance | CrateAdvance)
 
 
 @register("affinity", "sometimes", "state", spec="D4")
@@ -56,15 +75,13 @@ def an_uncollected_expired_binding_blocked_a_new_session(step: Step) -> bool:
 @register("affinity", "sometimes", "step", spec="D5")
 def the_reaper_collected_a_binding(step: Step) -> bool:
     """A clock advance collected at least one expired binding."""
-    return isinstance(step.op, Advance) and len(step.after.entries) < len(
-        step.before.entries
-    )
+    return _moves_clock(step) and len(step.after.entries) < len(step.before.entries)
 
 
 @register("affinity", "sometimes", "step", spec="D5")
 def the_clock_landed_exactly_on_a_deadline(step: Step) -> bool:
     """A clock advance stopped exactly on an unleased binding's idle deadline."""
-    return isinstance(step.op, Advance) and any(
+    return _moves_clock(step) and any(
         isinstance(entry, Binding)
         and entry.leases == 0
         and entry.deadline_ns == step.after.now_ns
@@ -75,7 +92,7 @@ def the_clock_landed_exactly_on_a_deadline(step: Step) -> bool:
 @register("affinity", "sometimes", "step", spec="D5")
 def the_clock_stopped_one_nanosecond_before_a_deadline(step: Step) -> bool:
     """A clock advance stopped one nanosecond before an idle deadline."""
-    return isinstance(step.op, Advance) and any(
+    return _moves_clock(step) and any(
         isinstance(entry, Binding) and entry.deadline_ns == step.after.now_ns + 1
         for _, entry in step.before.entries
     )
@@ -197,4 +214,126 @@ def an_oversized_id_was_refused(step: Step) -> bool:
     return (
         isinstance(step.op, Acquire | ApplyReplica)
         and len(step.op.session_id.encode()) > step.before.config.max_session_id_bytes
+    )
+
+
+@register("affinity", "sometimes", "step", spec="D5")
+def the_clock_stopped_one_nanosecond_after_a_deadline(step: Step) -> bool:
+    """A clock advance stopped one nanosecond after an idle deadline."""
+    return _moves_clock(step) and any(
+        isinstance(entry, Binding) and entry.deadline_ns + 1 == step.after.now_ns
+        for _, entry in step.before.entries
+    )
+
+
+@register("affinity", "sometimes", "step", spec="D6")
+def the_clock_advanced_by_zero(step: Step) -> bool:
+    """A clock update to the current time was accepted."""
+    return (
+        _moves_clock(step)
+        and step.outcome.ok
+        and step.before.now_ns == step.after.now_ns
+    )
+
+
+@register("affinity", "sometimes", "step", spec="D6")
+def a_backwards_clock_update_was_refused(step: Step) -> bool:
+    """A clock update to an earlier time was refused."""
+    return (
+        _moves_clock(step)
+        and not step.outcome.ok
+        and step.op.now_ns < step.before.now_ns
+    )
+
+
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    spec="F.4",
+    unreachable={"runtime": RUNTIME_RANGE},
+)
+def a_clock_update_with_an_unrepresentable_deadline_was_refused(step: Step) -> bool:
+    """A manual clock update whose deadline leaves the Instant range was refused."""
+    instant_range_ns = step.before.config.instant_range_ns
+    return (
+        _moves_clock(step)
+        and not step.outcome.ok
+        and instant_range_ns is not None
+        and step.before.now_ns <= step.op.now_ns <= instant_range_ns
+        and step.op.now_ns + step.before.config.ttl_ns > instant_range_ns
+    )
+
+
+def next_cleanup_ns(state: AffinityState) -> int | None:
+    """The next instant idle bindings are collected at, under the table's variant.
+
+    The runtime reaper ticks at every multiple of its period; the cadence
+    variant collects at the first advance reaching one period after its last
+    collection; collecting on every advance has no such instant (None).
+    """
+    period_ns = reaper_period_ns(state.config.ttl_ns)
+    if state.config.reaping == "runtime_reaper":
+        return (state.now_ns // period_ns + 1) * period_ns
+    if state.config.reaping == "cadence":
+        return state.last_reap_ns + cleanup_period_ns(state.config.ttl_ns)
+    return None
+
+
+def _stopped_near_cleanup(step: Step, offset_ns: int) -> bool:
+    cleanup_ns = next_cleanup_ns(step.before)
+    return (
+        _moves_clock(step)
+        and step.outcome.ok
+        and cleanup_ns is not None
+        and step.after.now_ns == cleanup_ns + offset_ns
+    )
+
+
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    spec="B.14",
+    unreachable={"every_advance": NO_CLEANUP_INSTANT},
+)
+def the_clock_stopped_exactly_on_a_cleanup_instant(step: Step) -> bool:
+    """A clock advance stopped exactly on the next cleanup instant."""
+    return _stopped_near_cleanup(step, 0)
+
+
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    spec="B.14",
+    unreachable={"every_advance": NO_CLEANUP_INSTANT},
+)
+def the_clock_stopped_one_nanosecond_before_a_cleanup_instant(step: Step) -> bool:
+    """A clock advance stopped one nanosecond before the next cleanup instant."""
+    return _stopped_near_cleanup(step, -1)
+
+
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    spec="B.14",
+    unreachable={"every_advance": NO_CLEANUP_INSTANT},
+)
+def the_clock_stopped_one_nanosecond_after_a_cleanup_instant(step: Step) -> bool:
+    """A clock advance stopped one nanosecond after the next cleanup instant."""
+    return _stopped_near_cleanup(step, 1)
+
+
+@register("affinity", "sometimes", "step", spec="B.14")
+def a_lookup_met_an_uncollected_binding_at_its_exact_deadline(step: Step) -> bool:
+    """Acquisition or lookup met an unleased, uncollected binding at its deadline."""
+    if not isinstance(step.op, Acquire | Query):
+        return False
+    entry = step.before.entry(step.op.session_id)
+    return (
+        isinstance(entry, Binding)
+        and entry.leases == 0
+        and entry.deadline_ns == step.before.now_ns
     )

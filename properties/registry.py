@@ -14,8 +14,8 @@ duplicate name and a missing docstring at import time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 Kind = Literal["always", "sometimes"]
@@ -46,15 +46,32 @@ class Property:
     spec: str
     statement: str
     predicate: Callable[[Any], bool]
+    unreachable: Mapping[str, str] = field(default_factory=dict)
+    """Configurations (by tag) where a `sometimes` goal cannot be reached, and why."""
+
+    def applies_to(self, tags: Iterable[str]) -> bool:
+        """The goal is reachable in a run over configurations with these tags."""
+        return not any(tag in self.unreachable for tag in tags)
 
 
 _REGISTRY: dict[str, Property] = {}
 
 
 def register(
-    subject: Subject, kind: Kind, over: Over, spec: str = ""
+    subject: Subject,
+    kind: Kind,
+    over: Over,
+    spec: str = "",
+    unreachable: Mapping[str, str] | None = None,
 ) -> Callable[[_F], _F]:
-    """Register the decorated predicate under its function name."""
+    """Register the decorated predicate under its function name.
+
+    `unreachable` maps a configuration tag (an affinity reaping variant such as
+    `every_advance`, or a clock kind) to the reason a `sometimes` goal cannot be
+    reached in runs over such configurations.
+    """
+    if unreachable and kind != "sometimes":
+        raise TypeError("only a sometimes property can be declared unreachable")
 
     def decorate(predicate: _F) -> _F:
         name = predicate.__name__
@@ -71,6 +88,7 @@ def register(
             spec=spec,
             statement=doc.splitlines()[0],
             predicate=predicate,
+            unreachable=dict(sorted((unreachable or {}).items())),
         )
         return predicate
 
@@ -112,4 +130,14 @@ def reached(subject: Subject, over: Over, value: Any) -> list[str]:
         prop.name
         for prop in properties(subject=subject, kind="sometimes", over=over)
         if prop.predicate(value)
+    ]
+
+
+def goals(subject: Subject, tags: Iterable[str] = ()) -> list[Property]:
+    """The `sometimes` goals of `subject` reachable under configurations `tags`."""
+    wanted = tuple(tags)
+    return [
+        prop
+        for prop in properties(subject=subject, kind="sometimes")
+        if prop.applies_to(wanted)
     ]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from model.affinity import AffinityState, Binding
-from model.ops import Acquire, Advance, Query
+from model.ops import Acquire, Advance, CrateAdvance, Query
 from model.types import Bound, Target
 from properties.registry import Step, register
 
@@ -27,7 +27,7 @@ def the_clock_never_moves_backwards(step: Step) -> bool:
 @register("affinity", "always", "step", spec="D6")
 def a_rejected_clock_move_changes_nothing(step: Step) -> bool:
     """A rejected advance leaves clock, entries and handles exactly as they were."""
-    if not isinstance(step.op, Advance) or step.outcome.ok:
+    if not isinstance(step.op, Advance | CrateAdvance) or step.outcome.ok:
         return True
     return bool(step.before == step.after)
 
@@ -35,7 +35,7 @@ def a_rejected_clock_move_changes_nothing(step: Step) -> bool:
 @register("affinity", "always", "step", spec="D5")
 def an_idle_binding_survives_until_its_deadline(step: Step) -> bool:
     """Advancing the clock never removes a binding before its idle deadline."""
-    if not isinstance(step.op, Advance):
+    if not isinstance(step.op, Advance | CrateAdvance):
         return True
     after = dict(step.after.entries)
     return all(

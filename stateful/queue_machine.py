@@ -371,6 +371,38 @@ class QueueMachine(RuleBasedStateMachine):
         self.next_payload += 1
         self._apply(op)
 
+    @rule(
+        data=st.data(),
+        raw=st.sampled_from(((10, 10), (40, 5), (5, 40))),
+        arrivals=st.sampled_from(((0.0, 1.0), (1.0, 0.0))),
+    )
+    def two_requests_then_a_pop(
+        self, data: st.DataObject, raw: tuple[int, int], arrivals: tuple[float, float]
+    ) -> None:
+        """Two requests of one class and tier, then a pop with all free, agree.
+
+        The class's policy alone decides which one is served: the scenario that
+        makes FCFS, WSPT and LCFS differ, in every program.
+        """
+        self._ran("two_requests_then_a_pop")
+        class_index = data.draw(st.integers(0, self._class_count() - 1), label="class")
+        for tokens, arrival in zip(raw, arrivals, strict=True):
+            self._apply(
+                Enqueue(
+                    class_index=class_index,
+                    worker_count=1,
+                    raw_isl_tokens=tokens,
+                    cached_tokens=0,
+                    arrival_offset_secs=arrival,
+                    priority_jump=0.0,
+                    strict_priority=0,
+                    placement=None,
+                    payload=self.next_payload,
+                )
+            )
+            self.next_payload += 1
+        self._apply(PopNext(dispatch=Dispatch()))
+
     @rule()
     def pop(self) -> None:
         """Popping under the current saturation gives the same entry (or none)."""

@@ -1,36 +1,93 @@
-"""The affinity machine against the crate, and its coverage goals."""
+"""The affinity machine against the crate, and its coverage goals, on both clocks.
+
+Which clocks a target has, and how its manual clock collects idle bindings, is
+decided by the capability probe (`impl/probe.py`) of the built extension, never
+by its version string. The pinned crates.io crate has only the runtime clock:
+there the manual-clock machines run model against model (the clock axis of the
+Python side), and the crate's manual-clock run is skipped with the reason.
+"""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
 from ci import stats
-from properties import properties
-from stateful.affinity_machine import AffinityMachine
-
-RULES = sorted(
-    name
-    for name in dir(AffinityMachine)
-    if hasattr(getattr(AffinityMachine, name), "hypothesis_stateful_rule")
+from model.affinity import ModelAffinity
+from model.types import Reaping
+from properties.registry import goals
+from stateful.affinity_machine import (
+    AffinityMachine,
+    RuntimeClockRefusalMachine,
+    manual_clock_machine,
 )
+from stateful.harness import sut_name
+
+STEPS_MIN = 1_000
+
+
+def _rules(machine: type[AffinityMachine]) -> list[str]:
+    return sorted(
+        name
+        for name in dir(machine)
+        if hasattr(getattr(machine, name), "hypothesis_stateful_rule")
+    )
+
+
+def _run(machine: type[AffinityMachine], tags: tuple[str, ...], name: str) -> None:
+    """Run `machine`; every step agrees, every rule runs, every goal is reached."""
+    machine.goals_reached.clear()
+    machine.goal_counts.clear()
+    machine.rules_run.clear()
+    machine.steps_run = 0
+    rules = _rules(machine)
+    try:
+        run_state_machine_as_test(machine)
+    finally:  # the gate's summary wants the numbers of a failed run too
+        stats.record_machine("affinity", machine, rules, name, tags)
+
+    print(f"steps: {machine.steps_run}")
+    for goal, count in sorted(machine.goal_counts.items()):
+        print(f"goal {goal}: {count}")
+    wanted = {p.name for p in goals("affinity", tags)}
+    assert set() == wanted - machine.goals_reached
+    assert set() == set(rules) - machine.rules_run
+    assert machine.steps_run >= STEPS_MIN
+
+
+def _target_has_manual_clock() -> tuple[bool, Reaping]:
+    """(manual clock present, the model variant for it) from the probe."""
+    from impl.probe import capabilities  # noqa: PLC0415 - native targets only
+
+    found = capabilities()
+    return found.has_manual_clock, found.model_reaping
 
 
 def test_the_crate_agrees_with_the_model_and_every_goal_is_reached() -> None:
-    """Every step agrees, every rule runs, and every coverage goal is reached."""
-    AffinityMachine.goals_reached.clear()
-    AffinityMachine.goal_counts.clear()
-    AffinityMachine.rules_run.clear()
-    AffinityMachine.steps_run = 0
+    """Runtime clock: every step agrees, every rule runs, every goal is reached."""
+    machine: type[AffinityMachine] = AffinityMachine
+    if sut_name() == "native" and _target_has_manual_clock()[0]:
+        machine = RuntimeClockRefusalMachine  # the crate's advance_clock exists
+    _run(machine, ("runtime", "runtime_reaper"), "AffinityMachine")
 
-    try:
-        run_state_machine_as_test(AffinityMachine)
-    finally:  # the gate's summary wants the numbers of a failed run too
-        stats.record_machine("affinity", AffinityMachine, RULES, "AffinityMachine")
 
-    print(f"steps: {AffinityMachine.steps_run}")
-    for goal, count in sorted(AffinityMachine.goal_counts.items()):
-        print(f"goal {goal}: {count}")
-    goals = {p.name for p in properties(subject="affinity", kind="sometimes")}
-    assert set() == goals - AffinityMachine.goals_reached
-    assert set() == set(RULES) - AffinityMachine.rules_run
-    assert AffinityMachine.steps_run >= 1_000
+def test_the_crates_manual_clock_agrees_with_the_model() -> None:
+    """Manual clock, the target's cleanup schedule: the crate against the model."""
+    if sut_name() == "model":
+        pytest.skip("--sut=model: the model-against-model runs below cover it")
+    present, reaping = _target_has_manual_clock()
+    if not present:
+        pytest.skip("the target has no manual clock (crates.io 1.6.1 has none)")
+    _run(
+        manual_clock_machine(reaping),
+        ("manual", reaping),
+        "ManualClockMachine",
+    )
+
+
+@pytest.mark.parametrize("reaping", ["every_advance", "cadence"])
+def test_the_manual_clock_axis_model_against_model(reaping: Reaping) -> None:
+    """Manual clock, each schedule: the machine's manual path, model against model."""
+    machine = manual_clock_machine(reaping)
+    machine.factory = ModelAffinity
+    _run(machine, ("manual", reaping), f"ManualClockModel_{reaping}")

@@ -14,7 +14,10 @@ variants may differ and checks that they differ nowhere else:
 3. A replica update of an expired binding answers `ReplacedExpired` where the
    binding was not collected yet and `Inserted` where it was; the bindings
    that result are the same.
-4. Otherwise, the first differing outcome is a capacity refusal (`ResourceExhausted`, or
+4. A time past the runtime binding's range (`CLOCK_NS_MAX`, the limit of its
+   paused Tokio clock) is refused there and accepted by a manual table whose
+   `Instant` range is unbounded; from then on the clocks differ.
+5. Otherwise, the first differing outcome is a capacity refusal (`ResourceExhausted`, or
    `RejectedCapacity` for a replica insert) of a new id, in a variant whose
    table was full only because of expired, uncollected bindings.
 
@@ -30,8 +33,8 @@ from typing import ClassVar
 from hypothesis import event, note
 from hypothesis.stateful import initialize, run_state_machine_as_test
 
-from model.affinity import AffinityState, Binding, ModelAffinity
-from model.ops import Acquire, ApplyReplica, Op, outcome_of
+from model.affinity import CLOCK_NS_MAX, AffinityState, Binding, ModelAffinity
+from model.ops import Acquire, Advance, ApplyReplica, Op, Outcome, outcome_of
 from model.types import AffinityConfig, Reaping, ReplicaOutcome
 from stateful.affinity_machine import SESSION_POOL, AffinityMachine, configs
 from stateful.harness import StepReport
@@ -80,6 +83,16 @@ def _refusal(op: Op, value: object, error: str | None) -> bool:
     return value == ReplicaOutcome.REJECTED_CAPACITY
 
 
+def _clock_range_difference(op: Op, manual: Outcome, runtime: Outcome) -> bool:
+    """The runtime binding refused a time past its range; the manual table took it."""
+    return (
+        isinstance(op, Advance)
+        and op.now_ns > CLOCK_NS_MAX
+        and manual.ok
+        and runtime.refusal == "binding_range"
+    )
+
+
 class ClockVariantMachine(AffinityMachine):
     """Runtime-reaper model and crate in lockstep, manual-clock variants beside."""
 
@@ -111,6 +124,10 @@ class ClockVariantMachine(AffinityMachine):
             ):
                 type(self).replica_differences += 1
                 event(f"{reaping}: replica outcome differs (collected or not)")
+            elif _clock_range_difference(op, outcome, report.expected):
+                self.diverged.add(reaping)
+                event(f"{reaping} diverged on the clock's range")
+                continue
             elif outcome != report.expected:
                 refused, accepted = (
                     (variant_before, before)

@@ -25,6 +25,7 @@ from model.ops import (
     Advance,
     ApplyReplica,
     Commit,
+    CrateAdvance,
     DropTable,
     EnableReplication,
     Invalidate,
@@ -54,6 +55,7 @@ POOL = ("a", "b", "ßß")
 
 SAMPLE_OPS: dict[type[Op], Op] = {
     Advance: Advance(2**64),
+    CrateAdvance: CrateAdvance(3),
     Acquire: Acquire("ßß", Target(1, 0)),
     Join: Join("a", Target(2, None)),
     Commit: Commit(1, Target(1, 1)),

@@ -120,6 +120,22 @@ fn paused_runtime() -> PyResult<Runtime> {
         .map_err(|error| HandleError::new_err(format!("tokio runtime: {error}")))
 }
 
+/// The latest `Instant` reachable from `from` (the end of the platform's range).
+#[cfg(feature = "manual-clock")]
+fn latest_instant(from: Instant) -> Instant {
+    // Binary search over whole nanoseconds: at most 64 + 30 probes.
+    let (mut low, mut high) = (Duration::ZERO, Duration::MAX);
+    while high - low > Duration::from_nanos(1) {
+        let middle = low + (high - low) / 2;
+        if from.checked_add(middle).is_some() {
+            low = middle;
+        } else {
+            high = middle;
+        }
+    }
+    from + low
+}
+
 /// `SessionAffinityConfig` from the binding's arguments.
 fn affinity_config(
     ttl_ns: u64,
@@ -218,18 +234,30 @@ impl RuntimeAffinityTable {
 
     /// `SessionAffinity::with_manual_clock(config, origin)` (feature
     /// `manual-clock`, for source trees that have it; 1.6.1 does not).
+    ///
+    /// `instant_range_ns` places the origin so that the platform's `Instant`
+    /// range ends exactly that many nanoseconds after it (the crate's overflow
+    /// guard is otherwise out of reach of a `u64` nanosecond clock).
     #[cfg(feature = "manual-clock")]
     #[staticmethod]
+    #[pyo3(signature = (ttl_ns, soft, max_entries, max_session_id_bytes, instant_range_ns=None))]
     fn manual(
         ttl_ns: u64,
         soft: bool,
         max_entries: usize,
         max_session_id_bytes: usize,
+        instant_range_ns: Option<u64>,
     ) -> PyResult<Self> {
         guard(|| {
             let runtime = paused_runtime()?;
             let config = affinity_config(ttl_ns, soft, max_entries, max_session_id_bytes);
-            let origin = runtime.block_on(async { Instant::now() });
+            let now = runtime.block_on(async { Instant::now() });
+            let origin = match instant_range_ns {
+                None => now,
+                Some(range_ns) => latest_instant(now)
+                    .checked_sub(Duration::from_nanos(range_ns))
+                    .ok_or_else(|| InvalidArgument::new_err("instant_range_ns exceeds the platform's Instant range"))?,
+            };
             let table = SessionAffinity::with_manual_clock(config, origin).map_err(to_py_error)?;
             Ok(Self {
                 handles: BTreeMap::new(),
@@ -254,7 +282,7 @@ impl RuntimeAffinityTable {
             let target = self
                 .origin
                 .checked_add(Duration::from_nanos(now_ns))
-                .ok_or_else(|| InvalidArgument::new_err("affinity clock overflows Instant"))?;
+                .ok_or_else(|| InvalidArgument::new_err("affinity clock beyond the binding's Instant range"))?;
             self.table()?.advance_clock(target).map_err(to_py_error)?;
             if self.manual {
                 self.now_ns = now_ns;
@@ -272,12 +300,13 @@ impl RuntimeAffinityTable {
     /// Moves the paused Tokio clock to `now_ns`; timers due on the way (the
     /// reaper's `sleep(min(ttl, 30 s))`) fire at their own instants.
     fn advance_clock(&mut self, now_ns: u64) -> PyResult<()> {
-        if now_ns < self.now_ns {
-            return Err(InvalidArgument::new_err("affinity clock cannot move backwards"));
-        }
+        // A manual table's clock is the crate's: its own checks decide.
         #[cfg(feature = "manual-clock")]
         if self.manual {
             return self.crate_advance_clock(now_ns);
+        }
+        if now_ns < self.now_ns {
+            return Err(InvalidArgument::new_err("affinity clock cannot move backwards"));
         }
         if now_ns > CLOCK_NS_MAX {
             return Err(InvalidArgument::new_err(
