@@ -175,8 +175,15 @@ def crate_versions() -> dict[str, Any]:
     }
 
 
+TARGET_TREE_ENV = "VERIFY_TARGET_TREE"
+"""Set by `ci.gate --source`: the Python tree whose extension the run used."""
+
+
 def replay_command(folder: Path) -> str:
     """`python -m ci.replay <folder>`, relative to the working directory if inside."""
+    tree = os.environ.get(TARGET_TREE_ENV)
+    if tree:  # a gate run against a local source tree: replay with its build
+        return f"cd {tree} && python -m ci.replay {folder.resolve()}"
     try:
         shown = folder.resolve().relative_to(Path.cwd().resolve())
     except ValueError:

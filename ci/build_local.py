@@ -211,6 +211,80 @@ def stage_binding(build: LocalBuild) -> None:
             stale.unlink()
 
 
+AFFINITY_RS = Path("src/services/selection/affinity.rs")
+POLICY_QUEUE_RS = Path("src/scheduling/policy_queue.rs")
+REQUIRED_ITEMS: tuple[tuple[Path, str], ...] = (
+    (AFFINITY_RS, "pub fn with_config("),
+    (AFFINITY_RS, "pub fn try_acquire("),
+    (AFFINITY_RS, "pub fn join_initializing("),
+    (AFFINITY_RS, "pub fn apply_replica_update("),
+    (AFFINITY_RS, "pub fn expire_for_test("),
+    (POLICY_QUEUE_RS, "pub fn pop_next("),
+)
+"""Items the binding calls in every build; a tree without one cannot be gated."""
+FEATURE_ITEMS: dict[str, tuple[tuple[Path, str], ...]] = {
+    "manual-clock": (
+        (AFFINITY_RS, "pub fn with_manual_clock("),
+        (AFFINITY_RS, "pub fn advance_clock("),
+        (AFFINITY_RS, "pub fn subagent_group_affinity_id("),
+    ),
+    "queue-recheck": (
+        (POLICY_QUEUE_RS, "pub fn recheck_worker("),
+        (POLICY_QUEUE_RS, "pub fn recheck_all_workers("),
+    ),
+}
+"""Binding features, each turned on when the tree has every item it calls."""
+
+
+def resolve_source(path: Path) -> Path:
+    """The crate folder of `path`: a Dynamo checkout's root or `lib/kv-router`.
+
+    Raises BuildError naming what is missing when `path` is neither.
+    """
+    path = path.expanduser().resolve()
+    if not path.is_dir():
+        raise BuildError(f"{path} is not a folder")
+    for candidate in (path, path / "lib" / "kv-router"):
+        manifest = candidate / "Cargo.toml"
+        if manifest.is_file():
+            try:
+                name = tomllib.loads(manifest.read_text(encoding="utf-8"))
+            except tomllib.TOMLDecodeError as error:
+                raise BuildError(f"{manifest} is not valid TOML: {error}") from None
+            if name.get("package", {}).get("name") == CRATE_NAME:
+                return candidate
+    raise BuildError(
+        f"{path} holds no {CRATE_NAME} crate (neither ./Cargo.toml nor "
+        "./lib/kv-router/Cargo.toml names it)"
+    )
+
+
+def _has(source: Path, file: Path, item: str) -> bool:
+    try:
+        text = (source / file).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return item in " ".join(text.split())
+
+
+def missing_items(source: Path) -> list[str]:
+    """Items the binding always calls that `source` lacks, as `file: item`."""
+    return [
+        f"{file}: `{item.rstrip('(')}`"
+        for file, item in REQUIRED_ITEMS
+        if not _has(source, file, item)
+    ]
+
+
+def detect_features(source: Path) -> tuple[str, ...]:
+    """Binding features `source` supports, from the public items it declares."""
+    return tuple(
+        feature
+        for feature, items in sorted(FEATURE_ITEMS.items())
+        if all(_has(source, file, item) for file, item in items)
+    )
+
+
 def seed_target_dir(target_dir: Path) -> bool:
     """Start an empty target dir from impl/target/release, keeping mtimes.
 

@@ -1,9 +1,19 @@
 """The CI gate: one command per job.
 
     python -m ci.gate --profile pr|nightly [--junit PATH] [--artifacts DIR]
-                      [-n auto|N] [-- PYTEST_ARGS...]
+                      [-n auto|N] [--source PATH] [-- PYTEST_ARGS...]
 
-Builds nothing (install first: `pip install -e .`). Runs pytest once, with the
+Without `--source` (or `DYNAMO_KV_ROUTER_PATH`) it builds nothing and gates
+the installed extension (`pip install -e .`: the pinned crate). With
+`--source PATH` (a Dynamo checkout's root, its `lib/kv-router`, or any
+`dynamo-kv-router` crate folder) it first builds the binding against that tree
+in a work folder, with the binding features the tree's public items allow,
+copies the Python tree beside it, and runs the same gate there; the pinned
+install is left alone. A tree the binding cannot build against is a usage
+error (exit 2) naming what is missing.
+
+Before pytest, the gate probes the extension's behaviour (`ci.probe`) and
+prints the per-target Production-under-test table. Runs pytest once, with the
 Hypothesis profile the job names (`pr` -> `ci`, `nightly` -> `nightly`; `pr`
 also deselects tests marked `slow`), spread over cores by pytest-xdist, writing
 JUnit XML. Tests record statistics into a folder the gate provides
@@ -21,6 +31,7 @@ usage error of pytest, no tests collected (pytest's 5), or no JUnit report.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import subprocess
@@ -35,7 +46,15 @@ from typing import Any, Final, NoReturn
 from rich.console import Console
 from rich.table import Table
 
-from ci.artifacts import ARTIFACTS_ENV, DEFAULT_ROOT, LATEST, replay_command
+from ci import build_local
+from ci.artifacts import (
+    ARTIFACTS_ENV,
+    DEFAULT_ROOT,
+    LATEST,
+    TARGET_TREE_ENV,
+    replay_command,
+)
+from ci.build_local import SOURCE_ENV
 from ci.stats import STATS_ENV, read_all
 
 PROG: Final[str] = "ci.gate"
@@ -52,6 +71,7 @@ PYTEST_EXIT_NAMES: Final[dict[int, str]] = {
     4: "usage error",
     5: "no tests collected",
 }
+PROBE_TIMEOUT_S: Final[int] = 300
 GATE_TIMEOUT_S: Final[int] = 6 * 60 * 60
 """A whole gate run may take at most this long (nightly included)."""
 ARTIFACTS_MAX: Final[int] = 10_000
@@ -80,6 +100,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "-n", dest="workers", default="auto", help="pytest-xdist workers (default auto)"
+    )
+    parser.add_argument(
+        "--source",
+        type=Path,
+        default=os.environ.get(SOURCE_ENV) or None,
+        help=f"gate a local dynamo-kv-router tree (default ${SOURCE_ENV})",
     )
     parser.add_argument(
         "pytest_args", nargs="*", help="after --: passed to pytest unchanged"
@@ -188,8 +214,13 @@ def pytest_command(
         "-p",
         "no:cacheprovider",
     ]
+    deselected = []
     if profile == "pr":
-        command += ["-m", "not slow"]
+        deselected.append("slow")
+    if os.environ.get(TARGET_TREE_ENV):
+        deselected.append("pinned")  # facts of the pinned build, not this tree's
+    if deselected:
+        command += ["-m", " and ".join(f"not {marker}" for marker in deselected)]
     return command + list(pytest_args)
 
 
@@ -308,8 +339,111 @@ def summarize(console: Console, run: GateRun) -> None:
         print(replay_command(example.folder), flush=True)
 
 
+def _first_error(output: str) -> str:
+    """The first compiler error line of a failed build (or its last line)."""
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("error")]
+    return (errors or lines or ["no output"])[0]
+
+
+def build_source_tree(source_arg: Path, console: Console) -> Path:
+    """Build the binding against `source_arg`; return the Python tree to gate in.
+
+    Raises UsageError (exit 2) when the tree is not a crate the binding can
+    build against, naming what is missing or the first compiler error.
+    """
+    try:
+        source = build_local.resolve_source(source_arg)
+    except build_local.BuildError as error:
+        raise UsageError(f"--source: {error}") from None
+    missing = build_local.missing_items(source)
+    if missing:
+        raise UsageError(
+            f"the binding cannot build against {source}: it lacks " + ", ".join(missing)
+        )
+    features = build_local.detect_features(source)
+    digest = hashlib.sha256(str(source).encode()).hexdigest()[:8]
+    work = build_local.default_work_dir() / "gate" / f"{source.parent.name}-{digest}"
+    build = build_local.LocalBuild(
+        source=source,
+        binding_dir=work / "binding",
+        target_dir=work / "target",
+        features=features,
+    )
+    build_local.seed_target_dir(build.target_dir)
+    shown = ", ".join(features) or "none"
+    console.print(f"building the binding against {source} (features: {shown})")
+    try:
+        result = build_local.build_extension(build)
+    except build_local.BuildError as error:
+        message = f"the binding does not build against {source}: {error}"
+        raise UsageError(message) from None
+    if not result.ok:
+        log = work / "build.log"
+        log.write_text(result.output, encoding="utf-8")
+        raise UsageError(
+            f"the binding does not build against {source}: "
+            f"{_first_error(result.output)} (full log: {log})"
+        )
+    tree = work / "tree"
+    build_local.copy_python_tree(tree)
+    build_local.install_extension(build.extension, tree)
+    console.print(f"built in {result.seconds:.0f} s; gating in {tree}")
+    return tree
+
+
+def run_on_source(arguments: argparse.Namespace, console: Console) -> int:
+    """Build against `--source`, then run this gate inside the built tree."""
+    tree = build_source_tree(arguments.source, console)
+    command = [
+        sys.executable,
+        "-m",
+        PROG,
+        "--profile",
+        arguments.profile,
+        "--artifacts",
+        str(arguments.artifacts.resolve()),
+        "-n",
+        arguments.workers,
+    ]
+    if arguments.junit is not None:
+        command += ["--junit", str(arguments.junit.resolve())]
+    command += ["--", *arguments.pytest_args]
+    env = build_local.tree_environment(tree)
+    env.pop(SOURCE_ENV, None)
+    env[TARGET_TREE_ENV] = str(tree)
+    completed = subprocess.run(  # noqa: S603 - our own interpreter and gate
+        command, cwd=tree, env=env, check=False, timeout=GATE_TIMEOUT_S
+    )
+    return completed.returncode
+
+
+def probe(console: Console) -> bool:
+    """Print the extension's probed capability table; False if the probe failed."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "ci.probe"],
+        cwd=REPO_ROOT,
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=PROBE_TIMEOUT_S,
+    )
+    if completed.returncode != 0:
+        lines = (completed.stderr or completed.stdout).strip().splitlines()
+        last = lines[-1] if lines else f"exit {completed.returncode}"
+        console.print(f"{PROG}: error: the capability probe failed: {last}")
+        return False
+    sys.stdout.write(completed.stdout)
+    sys.stdout.flush()
+    return True
+
+
 def run(arguments: argparse.Namespace, console: Console) -> int:
     """Run pytest once and summarize; return the gate's exit status."""
+    if arguments.source is not None:
+        return run_on_source(arguments, console)
+    if not probe(console):
+        return EXIT_INFRA
     artifacts: Path = arguments.artifacts.resolve()
     before = artifact_folders(artifacts)
     with tempfile.TemporaryDirectory(prefix="verify-gate-") as scratch:

@@ -74,8 +74,8 @@ class ProbeAnswers:
     overflow: str | None  # the refusal class, "accepted", or a later failure
     runtime_advance: str | None  # the crate's advance_clock on a runtime table
     join_lease_count: int | None
-    first_sequence_manual: int | None
-    first_sequence_runtime: int
+    first_sequence_manual: str | None  # "wall_clock" or the number
+    first_sequence_runtime: str
     group_ids_match: bool | None  # None: the function is absent
     queue_recheck: bool
     testing_hooks: bool
@@ -248,12 +248,14 @@ def observe() -> ProbeAnswers:
         overflow=_overflow() if manual else None,
         runtime_advance=_runtime_advance(),
         join_lease_count=_join_lease_count(),
-        first_sequence_manual=adapter.raw_next_sequence_probe(
-            AffinityConfig(ttl_ns=PROBE_TTL_NS, reaping="every_advance")
+        first_sequence_manual=_seed(
+            adapter.raw_next_sequence_probe(
+                AffinityConfig(ttl_ns=PROBE_TTL_NS, reaping="every_advance")
+            )
         )
         if manual
         else None,
-        first_sequence_runtime=adapter.raw_next_sequence_probe(runtime),
+        first_sequence_runtime=_seed(adapter.raw_next_sequence_probe(runtime)),
         group_ids_match=_group_ids_match(),
         queue_recheck=adapter.HAS_QUEUE_RECHECK,
         testing_hooks=_testing_hooks(),
@@ -280,9 +282,9 @@ def decide(answers: ProbeAnswers) -> Capabilities:
         join = "none (join refused on an initializing session)"
     else:
         join = f"other ({answers.join_lease_count} leases after a join)"
-    seeds = [f"runtime: {_seed(answers.first_sequence_runtime)}"]
+    seeds = [f"runtime: {_seed_shown(answers.first_sequence_runtime)}"]
     if answers.first_sequence_manual is not None:
-        seeds.append(f"manual: {_seed(answers.first_sequence_manual)}")
+        seeds.append(f"manual: {_seed_shown(answers.first_sequence_manual)}")
     group_key = {None: "absent", True: "present, matches the model"}.get(
         answers.group_ids_match, "present, DIFFERS from the model"
     )
@@ -301,7 +303,12 @@ def decide(answers: ProbeAnswers) -> Capabilities:
 
 
 def _seed(first: int) -> str:
-    return "wall clock (UNIX ns)" if first >= SEQUENCE_WALL_CLOCK_MIN else str(first)
+    """A first sequence as recorded: `wall_clock` (not replayable) or the number."""
+    return "wall_clock" if first >= SEQUENCE_WALL_CLOCK_MIN else str(first)
+
+
+def _seed_shown(seed: str) -> str:
+    return "wall clock (UNIX ns)" if seed == "wall_clock" else seed
 
 
 _CACHED: list[Capabilities] = []

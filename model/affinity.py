@@ -332,18 +332,28 @@ class ModelAffinity:
 
     def crate_advance_clock(self, now_ns: int) -> None:
         """The crate's own `advance_clock`: a runtime-clock table refuses it."""
-        if self._config.clock == "runtime":
-            raise InvalidArgumentError("affinity table uses the runtime clock")
-        self.advance_clock(now_ns)
+        if self._config.clock == "manual":
+            self.advance_clock(now_ns)
+            return
+        # The binding names the instant first (a u64 of nanoseconds), then
+        # needs the table; only then can the crate refuse.
+        if now_ns < 0:
+            raise InvalidArgumentError("affinity clock cannot move backwards")
+        if now_ns > U64_MAX:
+            raise InvalidArgumentError("affinity clock beyond the binding's range")
+        self._check_alive()
+        raise InvalidArgumentError("affinity table uses the runtime clock")
 
     def _check_manual_clock(self, now_ns: int) -> None:
         """Refuse a manual clock update that is not a time the table can hold.
 
         In this order: an instant the host cannot even name (past the `u64`
         nanoseconds of the binding, or past the platform's `Instant` range), a
-        move backwards, and a time whose idle deadline `now + ttl` would leave
+        dropped table (its clock went with it), a move backwards, and a time whose idle deadline `now + ttl` would leave
         the `Instant` range (the overflow guard, F.4).
         """
+        if now_ns < 0:  # before the origin: the binding's u64 cannot say it
+            raise InvalidArgumentError("affinity clock cannot move backwards")
         instant_range_ns = self._config.instant_range_ns
         if now_ns > U64_MAX or (
             instant_range_ns is not None and now_ns > instant_range_ns
@@ -351,6 +361,7 @@ class ModelAffinity:
             raise InvalidArgumentError(
                 "affinity clock beyond the binding's Instant range"
             )
+        self._check_alive()  # the crate's clock went with the table
         if now_ns < self._now_ns:
             raise InvalidArgumentError("affinity clock cannot move backwards")
         if instant_range_ns is not None and now_ns + self._config.ttl_ns > (

@@ -24,6 +24,8 @@ from ci.build_local import REPO, default_work_dir, describe_extension, tree_envi
 from ci.mutants import SMOKE_PYTEST_ARGS, prepare_crate_tree, smoke
 from ci.profiles import selected_profile
 
+pytestmark = pytest.mark.pinned  # builds copies of the pinned crate
+
 BUILD_TIMEOUT_S = 1_800
 
 

@@ -14,6 +14,8 @@ from model.api import AffinityApi
 from model.errors import InvalidArgumentError, ResourceExhaustedError, UnsupportedError
 from model.types import SECOND_NS, AffinityConfig, Initialize, Mode, Target, Wait
 
+pytestmark = pytest.mark.pinned
+
 README = Path(__file__).resolve().parent.parent / "README.md"
 
 

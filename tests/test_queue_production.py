@@ -49,6 +49,7 @@ def _crate_source() -> str:
     return source.read_text()
 
 
+@pytest.mark.pinned
 def test_the_extension_binds_dynamo_kv_router_1_6_1_from_crates_io() -> None:
     """The binding was built against the pinned release, not a source tree."""
     from impl import adapter  # noqa: PLC0415 - native tests only
@@ -56,6 +57,7 @@ def test_the_extension_binds_dynamo_kv_router_1_6_1_from_crates_io() -> None:
     assert ("1.6.1", "registry") == (adapter.CRATE_VERSION, adapter.CRATE_SOURCE)
 
 
+@pytest.mark.pinned
 def test_recheck_is_not_bound_because_the_crate_keeps_it_private() -> None:
     """Without feature `queue-recheck` the adapter refuses recheck calls."""
     from impl.adapter import HAS_QUEUE_RECHECK, NativePolicyQueue  # noqa: PLC0415
