@@ -349,8 +349,9 @@ class ModelAffinity:
 
         In this order: an instant the host cannot even name (past the `u64`
         nanoseconds of the binding, or past the platform's `Instant` range), a
-        dropped table (its clock went with it), a move backwards, and a time whose idle deadline `now + ttl` would leave
-        the `Instant` range (the overflow guard, F.4).
+        dropped table (its clock went with it), a move backwards, and a time
+        whose idle deadline `now + ttl` would leave the `Instant` range (the
+        overflow guard, F.4).
         """
         if now_ns < 0:  # before the origin: the binding's u64 cannot say it
             raise InvalidArgumentError("affinity clock cannot move backwards")
