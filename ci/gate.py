@@ -363,7 +363,8 @@ def build_source_tree(source_arg: Path, console: Console) -> Path:
         )
     features = build_local.detect_features(source)
     digest = hashlib.sha256(str(source).encode()).hexdigest()[:8]
-    work = build_local.default_work_dir() / "gate" / f"{source.parent.name}-{digest}"
+    label = source.parent.parent.name if source.name == "kv-router" else source.name
+    work = build_local.default_work_dir() / "gate" / f"{label}-{digest}"
     build = build_local.LocalBuild(
         source=source,
         binding_dir=work / "binding",
@@ -412,10 +413,37 @@ def run_on_source(arguments: argparse.Namespace, console: Console) -> int:
     env = build_local.tree_environment(tree)
     env.pop(SOURCE_ENV, None)
     env[TARGET_TREE_ENV] = str(tree)
+    parity = queue_parity(tree, env, console)
     completed = subprocess.run(  # noqa: S603 - our own interpreter and gate
         command, cwd=tree, env=env, check=False, timeout=GATE_TIMEOUT_S
     )
+    if completed.returncode == EXIT_PASS and parity != EXIT_PASS:
+        console.print(f"gate FAIL: queue parity with the pinned build (exit {parity})")
+        return EXIT_FAIL if parity == EXIT_FAIL else EXIT_INFRA
     return completed.returncode
+
+
+def queue_parity(tree: Path, env: dict[str, str], console: Console) -> int:
+    """Run the queue programs on the pinned install, then on `tree`'s build."""
+    record = tree.parent / "queue-parity.json"
+    steps = [
+        (REPO_ROOT, None, ["--record", str(record)]),
+        (tree, env, ["--compare", str(record)]),
+    ]
+    for cwd, environment, arguments in steps:
+        completed = subprocess.run(  # noqa: S603 - our own interpreter
+            [sys.executable, "-m", "ci.queue_parity", *arguments],
+            cwd=cwd,
+            env=environment,
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+        )
+        console.print((completed.stdout + completed.stderr).strip())
+        if completed.returncode != 0:
+            return completed.returncode
+    return EXIT_PASS
 
 
 def probe(console: Console) -> bool:

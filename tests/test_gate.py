@@ -6,6 +6,7 @@ gate's own pytest run stays short.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from ci import build_local
 from ci.gate import EXIT_FAIL, EXIT_INFRA, EXIT_PASS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -217,3 +219,119 @@ def test_an_unknown_profile_exits_two_with_one_line() -> None:
     assert EXIT_INFRA == completed.returncode
     assert 1 == len(completed.stderr.splitlines())
     assert completed.stderr.startswith("ci.gate: error: argument --profile")
+
+
+def _crate(tmp_path: Path, affinity: str = "", queue: str = "") -> Path:
+    """A folder that names itself dynamo-kv-router, with the given source text."""
+    crate = tmp_path / "lib" / "kv-router"
+    (crate / "src" / "services" / "selection").mkdir(parents=True)
+    (crate / "src" / "scheduling").mkdir(parents=True)
+    (crate / "Cargo.toml").write_text(
+        '[package]\nname = "dynamo-kv-router"\nversion = "9.9.9"\n'
+    )
+    (crate / "src" / "services" / "selection" / "affinity.rs").write_text(affinity)
+    (crate / "src" / "scheduling" / "policy_queue.rs").write_text(queue)
+    return crate
+
+
+BASE_AFFINITY = """
+    pub fn with_config(c) {} pub fn try_acquire(
+        s) {} pub fn join_initializing(s) {} pub fn apply_replica_update(u) {}
+    pub fn expire_for_test(s) {}
+"""
+MANUAL_AFFINITY = (
+    BASE_AFFINITY
+    + """
+    pub fn with_manual_clock(c, now) {} pub fn advance_clock(now) {}
+    pub fn subagent_group_affinity_id(p) {}
+"""
+)
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("/nonexistent/dynamo", "is not a folder"),
+        ("{tmp}", "holds no dynamo-kv-router crate"),
+    ],
+)
+def test_a_source_that_is_not_a_crate_exits_two_with_one_line(
+    tmp_path: Path, source: str, message: str
+) -> None:
+    """--source must name a Dynamo checkout or a dynamo-kv-router crate folder."""
+    result = _gate("--profile", "pr", "--source", source.format(tmp=tmp_path))
+
+    assert 2 == result.returncode
+    assert 1 == len(result.stderr.strip().splitlines())
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr + result.stdout
+
+
+def test_a_tree_the_binding_cannot_build_against_names_what_is_missing(
+    tmp_path: Path,
+) -> None:
+    """A crate without an item the binding calls is refused before any build."""
+    _crate(tmp_path, affinity="pub fn with_config(c) {}")
+
+    result = _gate("--profile", "pr", "--source", str(tmp_path))
+
+    assert 2 == result.returncode
+    assert 1 == len(result.stderr.strip().splitlines())
+    assert "`pub fn try_acquire`" in result.stderr
+    assert "`pub fn pop_next`" in result.stderr
+    assert "`pub fn with_config`" not in result.stderr
+
+
+def test_the_environment_variable_names_the_source_too(tmp_path: Path) -> None:
+    """DYNAMO_KV_ROUTER_PATH is --source's default."""
+    result = subprocess.run(
+        [sys.executable, "-m", "ci.gate", "--profile", "pr"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=GATE_TIMEOUT_S,
+        env=os.environ | {"DYNAMO_KV_ROUTER_PATH": str(tmp_path)},
+    )
+
+    assert 2 == result.returncode
+    assert "holds no dynamo-kv-router crate" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("affinity", "queue", "features"),
+    [
+        (BASE_AFFINITY, "pub fn pop_next(", ()),
+        (MANUAL_AFFINITY, "pub fn pop_next(", ("manual-clock",)),
+        (
+            MANUAL_AFFINITY,
+            "pub fn pop_next( pub fn recheck_worker(w) pub fn recheck_all_workers(",
+            ("manual-clock", "queue-recheck"),
+        ),
+        (
+            BASE_AFFINITY,
+            (
+                "pub fn pop_next( pub(crate) fn recheck_worker(w) "
+                "pub(crate) fn recheck_all_workers("
+            ),
+            (),
+        ),
+    ],
+)
+def test_binding_features_follow_the_public_items_of_the_tree(
+    tmp_path: Path, affinity: str, queue: str, features: tuple[str, ...]
+) -> None:
+    """manual-clock and queue-recheck are on exactly where the tree has them public."""
+    _crate(tmp_path, affinity=affinity, queue=queue)
+    crate = build_local.resolve_source(tmp_path)
+
+    assert [] == build_local.missing_items(crate)
+    assert features == build_local.detect_features(crate)
+
+
+def test_the_pinned_crate_offers_no_optional_binding_feature() -> None:
+    """The crates.io source has neither the manual clock nor a public recheck."""
+    source = build_local.pinned_source()
+
+    assert [] == build_local.missing_items(source)
+    assert () == build_local.detect_features(source)
