@@ -154,8 +154,21 @@ def git_state() -> tuple[str, bool | None]:
             timeout=GIT_TIMEOUT_S,
         ).stdout
     except (OSError, subprocess.SubprocessError):
-        return "unknown", None
+        return _copied_git_state()
     return commit, bool(status.strip())
+
+
+COPIED_FROM = ".verify-copied-from.json"
+"""Written by `ci.build_local` into a tree copy: the checkout's git state."""
+
+
+def _copied_git_state() -> tuple[str, bool | None]:
+    """A tree copy has no .git: the state of the checkout it was copied from."""
+    try:
+        copied = json.loads((REPO_ROOT / COPIED_FROM).read_text(encoding="utf-8"))
+        return str(copied["git_commit"]), copied["git_dirty"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "unknown", None
 
 
 def profile_name(profile: str | None) -> str:

@@ -432,8 +432,13 @@ def _tree_ignore(root: Path) -> Callable[[str, list[str]], set[str]]:
 
 def copy_python_tree(destination: Path) -> None:
     """Replace `destination` with a snapshot of this checkout, minus build outputs."""
+    from ci.artifacts import COPIED_FROM, git_state  # noqa: PLC0415 - no cycle
+
+    commit, dirty = git_state()
     shutil.rmtree(destination, ignore_errors=True)
     shutil.copytree(REPO, destination, ignore=_tree_ignore(REPO), symlinks=True)
+    copied = {"git_commit": commit, "git_dirty": dirty, "copied_from": str(REPO)}
+    (destination / COPIED_FROM).write_text(json.dumps(copied) + "\n", encoding="utf-8")
 
 
 def install_extension(extension: Path, tree: Path) -> Path:

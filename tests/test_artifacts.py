@@ -18,6 +18,7 @@ from ci._explore_coverage import RULE_OP_TYPES
 from ci.artifacts import (
     ARTIFACTS_ENV,
     LATEST,
+    TARGET_TREE_ENV,
     folder_name_for,
     program_lines,
     replay_command,
@@ -260,7 +261,8 @@ def test_a_failing_machine_test_under_pytest_leaves_an_artifact_and_a_line(
             str(tests),
         ],
         cwd=REPO,
-        env=os.environ | {ARTIFACTS_ENV: str(artifacts)},
+        env={k: v for k, v in os.environ.items() if k != TARGET_TREE_ENV}
+        | {ARTIFACTS_ENV: str(artifacts)},
         capture_output=True,
         text=True,
         check=False,

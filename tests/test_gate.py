@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from ci import build_local
+from ci.artifacts import TARGET_TREE_ENV
 from ci.gate import EXIT_FAIL, EXIT_INFRA, EXIT_PASS
 
 REPO = Path(__file__).resolve().parent.parent
@@ -71,6 +72,7 @@ def _gate(*argv: str) -> subprocess.CompletedProcess[str]:
         text=True,
         check=False,
         timeout=GATE_TIMEOUT_S,
+        env={k: v for k, v in os.environ.items() if k != TARGET_TREE_ENV},
     )
 
 

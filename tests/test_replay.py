@@ -188,6 +188,7 @@ def test_a_malformed_trace_exits_two_with_one_line_and_no_traceback(
     assert "step 3: op: unknown operation 'Acquir'" in stderr
 
 
+@pytest.mark.pinned
 def test_a_table_the_crate_cannot_build_exits_two(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
