@@ -3,7 +3,8 @@
 Subject keys (beside the envelope of `ci/trace.py`):
 
     config        {"ttl_ns", "mode", "max_entries", "max_session_id_bytes",
-                   "reaping"} -- `model.types.AffinityConfig`, the mode by value
+                   "reaping", optional "instant_range_ns"} --
+                  `model.types.AffinityConfig`, the mode by value
     session_pool  the session ids observed after every step, as the harness does
 
 Each step:
@@ -69,6 +70,8 @@ SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"config", "session_pool"})
 CONFIG_KEYS: Final[frozenset[str]] = frozenset(
     {"ttl_ns", "mode", "max_entries", "max_session_id_bytes", "reaping"}
 )
+OPTIONAL_CONFIG_KEYS: Final[frozenset[str]] = frozenset({"instant_range_ns"})
+"""Manual clock only: where the `Instant` range ends (absent: unbounded)."""
 REAPINGS: Final[tuple[str, ...]] = get_args(Reaping)
 OPS_BY_NAME: Final[dict[str, type[Op]]] = {op.__name__: op for op in OP_TYPES}
 SESSION_POOL_MAX: Final[int] = 1_000
@@ -194,7 +197,11 @@ def encode_config(config: AffinityConfig) -> dict[str, Any]:
         "max_entries": config.max_entries,
         "max_session_id_bytes": config.max_session_id_bytes,
         "reaping": config.reaping,
-    }
+    } | (
+        {}
+        if config.instant_range_ns is None
+        else {"instant_range_ns": config.instant_range_ns}
+    )
 
 
 def check_config(config: AffinityConfig, where: str) -> None:
@@ -207,7 +214,7 @@ def check_config(config: AffinityConfig, where: str) -> None:
 
 def decode_config(value: object, where: str = "config") -> AffinityConfig:
     """A strict `AffinityConfig` (valid TTL, known mode and reaping)."""
-    raw = expect_object(value, where, CONFIG_KEYS)
+    raw = expect_object(value, where, CONFIG_KEYS, OPTIONAL_CONFIG_KEYS)
     mode = expect_str(raw["mode"], f"{where}.mode")
     if mode not in {m.value for m in Mode}:
         known = ", ".join(sorted(m.value for m in Mode))
@@ -226,6 +233,9 @@ def decode_config(value: object, where: str = "config") -> AffinityConfig:
             raw["max_session_id_bytes"], f"{where}.max_session_id_bytes"
         ),
         reaping=typing.cast("Reaping", reaping),
+        instant_range_ns=expect_optional(
+            raw.get("instant_range_ns"), f"{where}.instant_range_ns", expect_int
+        ),
     )
     check_config(config, where)
     return config

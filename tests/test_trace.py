@@ -152,6 +152,32 @@ def test_a_recorded_program_survives_a_round_trip() -> None:
     assert trace == decoded
 
 
+def test_a_manual_clock_trace_keeps_its_instant_range() -> None:
+    """A manual table's Instant range and its refused clock moves read back."""
+    config = AffinityConfig(
+        ttl_ns=SECOND_NS, reaping="cadence", instant_range_ns=3 * SECOND_NS
+    )
+    program = (
+        Advance(2 * SECOND_NS + 1),
+        CrateAdvance(SECOND_NS),
+        Advance(0),
+        Advance(3 * SECOND_NS + 1),
+    )
+    trace = record(config, POOL, program, "Refused and accepted manual moves.")
+
+    decoded = loads(trace.dumps())
+
+    assert trace == decoded
+    assert 3 * SECOND_NS == json.loads(trace.dumps())["config"]["instant_range_ns"]
+    refusals = [step.expected.refusal for step in decoded.steps]
+    assert ["deadline_overflow", None, "backwards", "binding_range"] == refusals
+
+
+def test_a_runtime_trace_has_no_instant_range_field() -> None:
+    """Traces of runtime tables are written exactly as before the clock axis."""
+    assert "instant_range_ns" not in _document()["config"]
+
+
 def test_the_program_covers_errors_and_every_value_kind() -> None:
     """The round-trip program's outcomes include an error and each value kind."""
     outcomes = [step.expected for step in _recorded().steps]
@@ -249,6 +275,10 @@ def _delete(path: tuple[Any, ...]) -> Edit:
 
 
 MALFORMED: dict[str, tuple[Edit, str]] = {
+    "instant range not an integer": (
+        _set(("config", "instant_range_ns"), to="far"),
+        "config.instant_range_ns: expected an integer, got string",
+    ),
     "unknown operation": (
         _set(("steps", 1, "op", "op"), to="Acquir"),
         "step 2: op: unknown operation 'Acquir'",
