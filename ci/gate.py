@@ -270,6 +270,36 @@ def _machines(records: list[dict[str, Any]]) -> Table:
     return table
 
 
+CLOCK_GOAL_WORDS: Final[tuple[str, ...]] = ("clock", "cleanup", "deadline")
+
+
+def _clock_goals(records: list[dict[str, Any]]) -> Table | None:
+    """Per machine, how often each clock boundary goal was reached."""
+    goals = sorted(
+        {
+            goal
+            for record in records
+            for goal in record.get("goals", [])
+            if any(word in goal for word in CLOCK_GOAL_WORDS)
+        }
+    )
+    if not goals:
+        return None
+    table = Table(title="clock boundary goals: times reached (- = not a goal there)")
+    table.add_column("goal")
+    for record in records:
+        table.add_column(record["name"], justify="right")
+    for goal in goals:
+        cells = [
+            str(record.get("goal_counts", {}).get(goal, 0))
+            if goal in record.get("goals", [])
+            else "-"
+            for record in records
+        ]
+        table.add_row(goal, *cells)
+    return table
+
+
 def _shrinks(records: list[dict[str, Any]]) -> Table:
     table = Table(title="canary counterexamples: Hypothesis-shrunk and minimized")
     for column in ("canary", "shrunk", "bound", "minimal", "bound "):
@@ -321,6 +351,9 @@ def summarize(console: Console, run: GateRun) -> None:
     machines = [record for record in run.records if record["kind"] == "machine"]
     if machines:
         console.print(_machines(machines))
+    clock_goals = _clock_goals(machines)
+    if clock_goals is not None:
+        console.print(clock_goals)
     for record in machines:
         for goal in sorted(set(record["goals"]) - set(record["goals_reached"])):
             console.print(f"{record['name']}: goal never reached: {goal}")

@@ -46,8 +46,10 @@ ROWS: tuple[Row, ...] = (
         "G.3, A.3",
         "`with_manual_clock` / `advance_clock` in AFF-manual/guarded",
         "absent: only `with_config` (runtime clock + spawned reaper); the suite "
-        "drives it under a paused Tokio clock; manual-clock code is behind the "
-        "binding's `manual-clock` feature for source trees that have it",
+        "drives it under a paused Tokio clock; the binding's `manual-clock` "
+        "feature is built by `ci.gate --source` for trees that have it (see "
+        "Probed capabilities), and the manual-clock machine runs model against "
+        "model here",
         "affinity.rs:220 (`with_config`), no `advance_clock`",
     ),
     Row(
@@ -96,7 +98,8 @@ ROWS: tuple[Row, ...] = (
         "group_id",
         "B.15",
         "`subagent_group_affinity_id` in AFF-manual/guarded (1.7.0)",
-        "absent; the model keeps it (checked on the model only)",
+        "absent; the model keeps it (checked against the crate on source "
+        "trees that have it: `tests/test_group_key.py`)",
         "no such function in 1.6.1",
     ),
     Row(
@@ -112,9 +115,13 @@ ROWS: tuple[Row, ...] = (
         "overflow_guard",
         "B.2, F.4",
         "AFF-guarded rejects `now + ttl` overflow",
-        "not applicable (no manual clock); the binding rejects clock moves "
-        "beyond 2 maximal TTLs and backwards moves before touching the runtime",
-        "impl/src/affinity.rs (`CLOCK_NS_MAX`)",
+        "not applicable (no manual clock). Binding limits: a runtime table's "
+        "clock stops at `CLOCK_NS_MAX` (2 maximal TTLs) and cannot move back; a "
+        "manual table's clock is a `u64` of ns from its origin, which may sit "
+        "`instant_range_ns` before the end of the `Instant` range (times past it "
+        "are refused by the binding); direction and deadline overflow are left "
+        "to the crate",
+        "impl/src/affinity.rs (`CLOCK_NS_MAX`, `manual`, `latest_instant`)",
     ),
     Row(
         "queue_recheck",

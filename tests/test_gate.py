@@ -13,10 +13,11 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
 from ci import build_local
 from ci.artifacts import TARGET_TREE_ENV
-from ci.gate import EXIT_FAIL, EXIT_INFRA, EXIT_PASS
+from ci.gate import EXIT_FAIL, EXIT_INFRA, EXIT_PASS, _clock_goals
 
 REPO = Path(__file__).resolve().parent.parent
 GATE_TIMEOUT_S = 900
@@ -337,3 +338,25 @@ def test_the_pinned_crate_offers_no_optional_binding_feature() -> None:
 
     assert [] == build_local.missing_items(source)
     assert () == build_local.detect_features(source)
+
+
+def test_the_clock_boundary_goals_table_counts_each_goal_per_machine() -> None:
+    """Clock goals show their counts per machine, and '-' where not a goal."""
+    records = [
+        {
+            "name": "Manual",
+            "goals": ["the_clock_advanced_by_zero", "a_waiter_was_woken"],
+            "goal_counts": {"the_clock_advanced_by_zero": 17},
+        },
+        {"name": "Runtime", "goals": [], "goal_counts": {}},
+    ]
+    table = _clock_goals(records)
+    assert table is not None
+    console = Console(width=200, record=True)
+    console.print(table)
+    text = console.export_text()
+
+    row = next(line for line in text.splitlines() if "advanced_by_zero" in line)
+    assert "17" in row
+    assert "-" in row.split("17")[1]
+    assert "a_waiter_was_woken" not in text
