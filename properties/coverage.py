@@ -280,6 +280,15 @@ def next_cleanup_ns(state: AffinityState) -> int | None:
     return None
 
 
+_cleanup_goal = register(
+    "affinity",
+    "sometimes",
+    "step",
+    spec="B.14",
+    unreachable={"every_advance": NO_CLEANUP_INSTANT},
+)
+
+
 def _stopped_near_cleanup(step: Step, offset_ns: int) -> bool:
     cleanup_ns = next_cleanup_ns(step.before)
     return (
@@ -290,37 +299,19 @@ def _stopped_near_cleanup(step: Step, offset_ns: int) -> bool:
     )
 
 
-@register(
-    "affinity",
-    "sometimes",
-    "step",
-    spec="B.14",
-    unreachable={"every_advance": NO_CLEANUP_INSTANT},
-)
+@_cleanup_goal
 def the_clock_stopped_exactly_on_a_cleanup_instant(step: Step) -> bool:
     """A clock advance stopped exactly on the next cleanup instant."""
     return _stopped_near_cleanup(step, 0)
 
 
-@register(
-    "affinity",
-    "sometimes",
-    "step",
-    spec="B.14",
-    unreachable={"every_advance": NO_CLEANUP_INSTANT},
-)
+@_cleanup_goal
 def the_clock_stopped_one_nanosecond_before_a_cleanup_instant(step: Step) -> bool:
     """A clock advance stopped one nanosecond before the next cleanup instant."""
     return _stopped_near_cleanup(step, -1)
 
 
-@register(
-    "affinity",
-    "sometimes",
-    "step",
-    spec="B.14",
-    unreachable={"every_advance": NO_CLEANUP_INSTANT},
-)
+@_cleanup_goal
 def the_clock_stopped_one_nanosecond_after_a_cleanup_instant(step: Step) -> bool:
     """A clock advance stopped one nanosecond after the next cleanup instant."""
     return _stopped_near_cleanup(step, 1)
