@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Final
 
 from impl import _native
+from model.api import AffinityApi
 from model.errors import (
     AffinityError,
     DroppedError,
@@ -566,3 +567,8 @@ class NativePolicyQueue:
 def _conforms(queue: NativePolicyQueue) -> PolicyQueueApi:
     """Let mypy prove that the adapter satisfies `PolicyQueueApi`."""
     return queue
+
+
+def _affinity_conforms(table: NativeAffinity) -> AffinityApi:
+    """Let mypy prove that the adapter satisfies `AffinityApi`."""
+    return table

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 
 import blake3
 
+from model.api import AffinityApi
 from model.errors import (
     DroppedError,
     HandleError,
@@ -719,3 +720,8 @@ class ModelAffinity:
         self._next_handle += 1
         self._handles[number] = handle
         return number
+
+
+def _conforms(table: ModelAffinity) -> AffinityApi:
+    """Let mypy prove that the model satisfies `AffinityApi`."""
+    return table

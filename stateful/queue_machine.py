@@ -486,8 +486,11 @@ class QueueMachine(RuleBasedStateMachine):
                 placement=None,
                 payload=self.next_payload,
             )
+            # `_apply` runs both sides and asserts their outcomes agree.
             expected = self._apply(op)
-            actual = expected
+            assert Raised("QueueUsageError") == expected, f"misuse allowed: {expected}"
+            self._check_states()
+            return
         assert Raised("QueueUsageError") == expected, f"misuse allowed: {expected}"
         assert expected == actual, f"misuse: model {expected} != sut {actual}"
         self._check_states()
