@@ -102,6 +102,34 @@ pub struct RuntimeAffinityTable {
     manual: bool,
 }
 
+/// Handles and the table are dropped inside the table's runtime and with
+/// panics caught: Python may collect a table at any moment (after a failed
+/// test, in the garbage collector), and a crate that panics in a handle's
+/// `Drop` (AFF-manual computes `now + ttl` on release) would otherwise abort
+/// the interpreter. A caught panic is reported on stderr; nothing else can see
+/// it at that point.
+impl Drop for RuntimeAffinityTable {
+    fn drop(&mut self) {
+        let _context = self.runtime.enter();
+        let handles = std::mem::take(&mut self.handles);
+        for (id, handle) in handles {
+            if let Err(error) = guard(|| {
+                drop(handle);
+                Ok(())
+            }) {
+                eprintln!("impl._native: dropping handle {id} with its table: {error}");
+            }
+        }
+        let table = self.table.take();
+        if let Err(error) = guard(|| {
+            drop(table);
+            Ok(())
+        }) {
+            eprintln!("impl._native: dropping the table: {error}");
+        }
+    }
+}
+
 /// Lets every task that a clock move made ready run before Python regains
 /// control. Bounded: the reaper needs one poll per tick.
 async fn settle() {
