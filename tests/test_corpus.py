@@ -16,6 +16,8 @@ from model.affinity import ModelAffinity
 from stateful.harness import default_factory, sut_name
 
 FILES = corpus_files()
+RUNTIME_FILES = [path for path in FILES if load(path).config.clock == "runtime"]
+"""Traces of serving tables: every build and every canary can replay them."""
 
 
 def _manual_target() -> bool:
@@ -67,7 +69,7 @@ def test_the_corpus_catches_every_canary(canary: str) -> None:
     catching = next(
         (
             path.stem
-            for path in FILES
+            for path in RUNTIME_FILES
             if replay(load(path), CANARIES[canary], canary).first_failure is not None
         ),
         None,
@@ -78,7 +80,7 @@ def test_the_corpus_catches_every_canary(canary: str) -> None:
 
 def test_adding_a_trace_copies_it_under_its_new_name(tmp_path: Path) -> None:
     """`add` writes `<name>.json` with the same program and description."""
-    source = FILES[0]
+    source = RUNTIME_FILES[0]
 
     target, changed = add(source, "found_today", directory=tmp_path)
 
@@ -92,7 +94,7 @@ def test_adding_rerecords_expectations_and_reports_where_they_changed(
     tmp_path: Path,
 ) -> None:
     """A stale recorded answer is replaced by today's model's, and its step named."""
-    document = json.loads(FILES[0].read_text())
+    document = json.loads(RUNTIME_FILES[0].read_text())
     document["steps"][1]["expected"]["value"]["handle"] = 9  # an Initialize
     stale = tmp_path / "stale.json"
     stale.write_text(json.dumps(document))
@@ -100,15 +102,15 @@ def test_adding_rerecords_expectations_and_reports_where_they_changed(
     target, changed = add(stale, "refreshed", directory=tmp_path)
 
     assert [2] == changed
-    assert load(FILES[0]).steps == load(target).steps
+    assert load(RUNTIME_FILES[0]).steps == load(target).steps
 
 
 def test_adding_over_an_existing_name_is_refused(tmp_path: Path) -> None:
     """The corpus never loses a file silently; `--force` is needed."""
-    add(FILES[0], "taken", directory=tmp_path)
+    add(RUNTIME_FILES[0], "taken", directory=tmp_path)
 
     with pytest.raises(CorpusError) as refused:
-        add(FILES[1], "taken", directory=tmp_path)
+        add(RUNTIME_FILES[1], "taken", directory=tmp_path)
 
     assert "exists; pass --force" in str(refused.value)
 
@@ -116,7 +118,7 @@ def test_adding_over_an_existing_name_is_refused(tmp_path: Path) -> None:
 def test_adding_under_an_unsafe_name_is_refused(tmp_path: Path) -> None:
     """Names are lower-case snake case, so they are also valid test ids."""
     with pytest.raises(CorpusError) as refused:
-        add(FILES[0], "../escape", directory=tmp_path)
+        add(RUNTIME_FILES[0], "../escape", directory=tmp_path)
 
     assert "must be lower-case letters" in str(refused.value)
 
@@ -126,7 +128,14 @@ def test_the_add_command_exits_zero_and_names_the_file(
 ) -> None:
     """`python -m ci.corpus add PATH --name NAME` is the one command."""
     status = corpus_main(
-        ["add", str(FILES[0]), "--name", "cli_added", "--corpus-dir", str(tmp_path)]
+        [
+            "add",
+            str(RUNTIME_FILES[0]),
+            "--name",
+            "cli_added",
+            "--corpus-dir",
+            str(tmp_path),
+        ]
     )
 
     assert 0 == status
