@@ -286,9 +286,9 @@ def _clock_goals(records: list[dict[str, Any]]) -> Table | None:
     if not goals:
         return None
     table = Table(title="clock boundary goals: times reached (- = not a goal there)")
-    table.add_column("goal")
+    table.add_column("goal", no_wrap=True, min_width=max(map(len, goals)))
     for record in records:
-        table.add_column(record["name"], justify="right")
+        table.add_column(record["name"], justify="right", overflow="fold")
     for goal in goals:
         cells = [
             str(record.get("goal_counts", {}).get(goal, 0))
