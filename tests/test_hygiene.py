@@ -77,7 +77,7 @@ def test_every_project_module_is_imported_before_the_first_test() -> None:
             relative = relative.with_name(relative.name.split(".")[0])
             if relative.name.startswith("test_") or "target" in relative.parts:
                 continue
-            if relative.parts[:2] == ("ci", "artifacts"):  # git-ignored failures
+            if (ROOT / "ci" / "artifacts") in path.parents:  # git-ignored failures
                 continue
             parts = (
                 relative.parts[:-1] if relative.name == "__init__" else relative.parts
