@@ -58,10 +58,10 @@ def table_markdown(answers_by_target: dict[str, str]) -> str:
         "| fact | " + " | ".join(names) + " |",
         "|---|" + "---|" * len(names),
     ]
-    facts = [fact for fact, _ in decided[0].rows()] if decided else []
-    for index, fact in enumerate(facts):
-        cells = [caps.rows()[index][1] for caps in decided]
-        lines.append(f"| {fact} | " + " | ".join(cells) + " |")
+    columns = [caps.rows() for caps in decided]
+    for row in zip(*columns, strict=True):
+        fact = row[0][0]
+        lines.append(f"| {fact} | " + " | ".join(value for _, value in row) + " |")
     lines.append(README_END)
     return "\n".join(lines) + "\n"
 

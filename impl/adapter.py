@@ -96,20 +96,15 @@ def _sequence_in(crate_sequence: int) -> int:
 
 def _new_table(config: AffinityConfig, *, manual: bool) -> _native.RuntimeAffinityTable:
     """The binding's table for `config`: manual clock or paused runtime clock."""
-    if manual:
-        return _native.RuntimeAffinityTable.manual(
-            config.ttl_ns,
-            config.mode is Mode.SOFT,
-            config.max_entries,
-            config.max_session_id_bytes,
-            config.instant_range_ns,
-        )
-    return _native.RuntimeAffinityTable(
+    fields = (
         config.ttl_ns,
         config.mode is Mode.SOFT,
         config.max_entries,
         config.max_session_id_bytes,
     )
+    if manual:
+        return _native.RuntimeAffinityTable.manual(*fields, config.instant_range_ns)
+    return _native.RuntimeAffinityTable(*fields)
 
 
 class NativeAffinity:
