@@ -432,7 +432,7 @@ def _tree_ignore(root: Path) -> Callable[[str, list[str]], set[str]]:
 
 def copy_python_tree(destination: Path) -> None:
     """Replace `destination` with a snapshot of this checkout, minus build outputs."""
-    from ci.artifacts import COPIED_FROM, git_state  # noqa: PLC0415 - pulls in pytest
+    from ci.replay.artifacts import COPIED_FROM, git_state  # noqa: PLC0415 - pulls in pytest
 
     commit, dirty = git_state()
     shutil.rmtree(destination, ignore_errors=True)

@@ -17,8 +17,8 @@ prints the per-target Production-under-test table. Runs pytest once, with the
 Hypothesis profile the job names (`pr` -> `ci`, `nightly` -> `nightly`; `pr`
 also deselects tests marked `slow`), spread over cores by pytest-xdist, writing
 JUnit XML. Tests record statistics into a folder the gate provides
-(`VERIFY_STATS_DIR`, see `ci/stats.py`) and counterexample artifacts into
-`--artifacts` (`VERIFY_ARTIFACTS_DIR`, see `ci/artifacts.py`). Afterwards the
+(`VERIFY_STATS_DIR`, see `stateful/stats.py`) and counterexample artifacts into
+`--artifacts` (`VERIFY_ARTIFACTS_DIR`, see `ci/replay/artifacts.py`). Afterwards the
 gate prints a summary: tests, machine steps, rules and coverage goals reached,
 invariant evaluations, failures with their shrunk (and minimized) trace
 lengths and replay lines, and the canaries' shrunk and minimized lengths.
@@ -47,15 +47,15 @@ from rich.console import Console
 from rich.table import Table
 
 from ci import build_local
-from ci.artifacts import (
+from ci.build_local import SOURCE_ENV
+from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     DEFAULT_ROOT,
     LATEST,
     TARGET_TREE_ENV,
     replay_command,
 )
-from ci.build_local import SOURCE_ENV
-from ci.stats import STATS_ENV, read_all
+from stateful.stats import STATS_ENV, read_all
 
 PROG: Final[str] = "ci.gate"
 REPO_ROOT: Final[Path] = Path(__file__).resolve().parent.parent

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
-from model.queue_types import (
+from model.queue.types import (
     ClassConfig,
     Dispatch,
     Drain,

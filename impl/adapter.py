@@ -20,17 +20,8 @@ from contextlib import contextmanager
 from typing import Final
 
 from impl import _native
-from model.api import AffinityApi
-from model.errors import (
-    AffinityError,
-    DroppedError,
-    HandleError,
-    InvalidArgumentError,
-    ResourceExhaustedError,
-    RustPanicError,
-    UnsupportedError,
-)
-from model.types import (
+from model.affinity.api import AffinityApi
+from model.affinity.types import (
     AcquireStep,
     AffinityConfig,
     Bound,
@@ -41,6 +32,15 @@ from model.types import (
     Target,
     Version,
     Wait,
+)
+from model.errors import (
+    AffinityError,
+    DroppedError,
+    HandleError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+    RustPanicError,
+    UnsupportedError,
 )
 
 CRATE_VERSION: Final[str] = _native.CRATE_VERSION
@@ -324,8 +324,8 @@ def crate_default_config(ttl_ns: int) -> AffinityConfig:
 # and this half can be edited independently.
 
 from model.errors import PolicyConfigError, QueueUsageError  # noqa: E402
-from model.queue_api import PolicyQueueApi  # noqa: E402
-from model.queue_types import (  # noqa: E402
+from model.queue.api import PolicyQueueApi  # noqa: E402
+from model.queue.types import (  # noqa: E402
     ClassConfig,
     ClassStats,
     Dispatch,

@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass
 from typing import Final, Literal
 
 from impl import adapter
-from model.affinity import ModelAffinity
+from model.affinity.table import ModelAffinity
+from model.affinity.types import SECOND_NS, AffinityConfig, Initialize, Reaping, Target
 from model.errors import (
     AffinityError,
     HandleError,
@@ -36,7 +37,6 @@ from model.errors import (
     UnsupportedError,
     clock_refusal,
 )
-from model.types import SECOND_NS, AffinityConfig, Initialize, Reaping, Target
 
 CLEANUP_TTL_NS: Final[int] = 60 * SECOND_NS
 CLEANUP_BIND_AT_NS: Final[int] = 29 * SECOND_NS

@@ -20,18 +20,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from ci import failures
-from model.affinity import (
-    CLOCK_NS_MAX,
-    AffinityState,
-    Binding,
-    InitHandle,
-    Initializing,
-    LeaseHandle,
-    WaiterHandle,
-    reaper_period_ns,
-)
-from model.ops import (
+from model.affinity.ops import (
     Abort,
     Acquire,
     Advance,
@@ -49,7 +38,17 @@ from model.ops import (
     Query,
     Release,
 )
-from model.types import (
+from model.affinity.table import (
+    CLOCK_NS_MAX,
+    AffinityState,
+    Binding,
+    InitHandle,
+    Initializing,
+    LeaseHandle,
+    WaiterHandle,
+    reaper_period_ns,
+)
+from model.affinity.types import (
     MILLISECOND_NS,
     SECOND_NS,
     AffinityConfig,
@@ -61,7 +60,8 @@ from model.types import (
     Version,
     Wait,
 )
-from properties.coverage import next_cleanup_ns
+from properties.affinity.coverage import next_cleanup_ns
+from stateful import capture as failures
 from stateful.harness import AffinityHarness, StepReport, SutFactory, default_factory
 
 SESSION_POOL = ("a", "b", "c", "ßß", "ßßß", "x" * 300)

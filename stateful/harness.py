@@ -26,11 +26,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
-from model.affinity import ModelAffinity, WaiterHandle
-from model.api import AffinityApi
+from model.affinity.api import AffinityApi
+from model.affinity.ops import Op, Outcome, outcome_of
+from model.affinity.table import ModelAffinity, WaiterHandle
+from model.affinity.types import AffinityConfig, Published, Target
 from model.errors import AffinityError, HandleError
-from model.ops import Op, Outcome, outcome_of
-from model.types import AffinityConfig, Published, Target
 from properties import Step, reached, violated
 
 _T = TypeVar("_T")
@@ -171,7 +171,9 @@ class AffinityHarness:
         self.model = ModelAffinity(self.config)
         self.sut = self.factory(self.config)
         self.steps = 0
-        self.ops: list[Op] = []  # the program so far, for traces (ci/trace.py)
+        self.ops: list[
+            Op
+        ] = []  # the program so far, for traces (ci/replay/envelope.py)
 
     def step(self, op: Op) -> StepReport:
         """Apply `op` to both sides, compare, and check every property."""

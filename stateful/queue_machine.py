@@ -1,6 +1,6 @@
 """The differential policy-queue machine: Hypothesis drives the model and a SUT.
 
-Every rule builds one operation from `model.queue_types`, applies it to the
+Every rule builds one operation from `model.queue.types`, applies it to the
 model and to the system under test through `_apply`, and asserts: the same
 outcome (value or error kind), the same observable state, no violated
 property. Preconditions and drawn keys depend on the model (and on the
@@ -36,9 +36,9 @@ from hypothesis.stateful import (
 )
 
 from model.errors import PolicyConfigError, QueueUsageError, RustPanicError
-from model.policy_queue import ModelPolicyQueue, QueueState
-from model.queue_api import PolicyQueueApi, observe
-from model.queue_types import (
+from model.queue.api import PolicyQueueApi, observe
+from model.queue.table import ModelPolicyQueue, QueueState
+from model.queue.types import (
     U32_MAX,
     ClassConfig,
     Dispatch,
@@ -51,7 +51,7 @@ from model.queue_types import (
     Worker,
     synthetic_profile,
 )
-from properties.queue import QueueView
+from properties.queue.invariants import QueueView
 from properties.registry import Step, reached, violated
 
 if TYPE_CHECKING:

@@ -12,10 +12,10 @@ from __future__ import annotations
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from ci import stats
-from model.affinity import ModelAffinity
-from model.types import Reaping
+from model.affinity.table import ModelAffinity
+from model.affinity.types import Reaping
 from properties.registry import goals
+from stateful import stats
 from stateful.affinity_machine import (
     AffinityMachine,
     RuntimeClockRefusalMachine,

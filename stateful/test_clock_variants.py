@@ -35,9 +35,9 @@ from typing import ClassVar
 from hypothesis import event, note
 from hypothesis.stateful import initialize, run_state_machine_as_test
 
-from model.affinity import CLOCK_NS_MAX, AffinityState, Binding, ModelAffinity
-from model.ops import Acquire, Advance, ApplyReplica, Op, Outcome, outcome_of
-from model.types import AffinityConfig, Reaping, ReplicaOutcome
+from model.affinity.ops import Acquire, Advance, ApplyReplica, Op, Outcome, outcome_of
+from model.affinity.table import CLOCK_NS_MAX, AffinityState, Binding, ModelAffinity
+from model.affinity.types import AffinityConfig, Reaping, ReplicaOutcome
 from stateful.affinity_machine import SESSION_POOL, AffinityMachine, configs
 from stateful.harness import StepReport
 

@@ -24,7 +24,7 @@ from stateful.queue_machine import (
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from model.queue_api import PolicyQueueApi
+    from model.queue.api import PolicyQueueApi
 
 RULES = sorted(
     name

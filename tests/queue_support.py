@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 import pytest
 
-from model.policy_queue import ModelPolicyQueue
-from model.queue_api import PolicyQueueApi
-from model.queue_types import ClassConfig, Dispatch, QueuedItem, Worker
+from model.queue.api import PolicyQueueApi
+from model.queue.table import ModelPolicyQueue
+from model.queue.types import ClassConfig, Dispatch, QueuedItem, Worker
 from stateful.queue_machine import profile_yaml
 
 QueueMaker = Callable[[tuple[ClassConfig, ...]], PolicyQueueApi]

@@ -7,21 +7,21 @@ from collections.abc import Callable
 import pytest
 
 from impl.adapter import NativeAffinity
-from model.affinity import CLOCK_NS_MAX, ModelAffinity
-from model.api import AffinityApi
-from model.errors import (
-    DroppedError,
-    HandleError,
-    InvalidArgumentError,
-    RustPanicError,
-)
-from model.types import (
+from model.affinity.api import AffinityApi
+from model.affinity.table import CLOCK_NS_MAX, ModelAffinity
+from model.affinity.types import (
     SECOND_NS,
     TTL_NS_MAX,
     AffinityConfig,
     Bound,
     Initialize,
     Target,
+)
+from model.errors import (
+    DroppedError,
+    HandleError,
+    InvalidArgumentError,
+    RustPanicError,
 )
 
 Factory = Callable[[AffinityConfig], AffinityApi]

@@ -13,9 +13,10 @@ import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from ci import failures
-from ci._explore_coverage import RULE_OP_TYPES
-from ci.artifacts import (
+from ci.canaries.affinity import CANARIES
+from ci.explore.coverage import RULE_OP_TYPES
+from ci.profiles import CANARY_SETTINGS
+from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     LATEST,
     TARGET_TREE_ENV,
@@ -25,12 +26,11 @@ from ci.artifacts import (
     reproductions,
     write_artifacts,
 )
-from ci.canaries.affinity import CANARIES
-from ci.profiles import CANARY_SETTINGS
-from ci.replay import EXIT_AGREE, EXIT_DIVERGED
-from ci.replay import main as replay_main
-from ci.trace import load
-from model.ops import Release
+from ci.replay.command import EXIT_AGREE, EXIT_DIVERGED
+from ci.replay.command import main as replay_main
+from ci.replay.envelope import load
+from model.affinity.ops import Release
+from stateful import capture as failures
 from stateful.affinity_machine import AffinityMachine
 
 REPO = Path(__file__).resolve().parent.parent

@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 SCRIPT = """
 from impl.adapter import NativeAffinity
-from model.types import SECOND_NS, AffinityConfig, Initialize, Target
+from model.affinity.types import SECOND_NS, AffinityConfig, Initialize, Target
 
 config = AffinityConfig(
     ttl_ns=SECOND_NS, reaping="every_advance", instant_range_ns=2 * SECOND_NS

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from ci.canaries.affinity import CANARIES
-from ci.corpus import CorpusError, add, corpus_files, stale_files
-from ci.corpus.__main__ import main as corpus_main
-from ci.replay import replay
-from ci.trace import load
-from model.affinity import ModelAffinity
+from ci.replay.command import replay
+from ci.replay.corpus import CorpusError, add, corpus_files, stale_files
+from ci.replay.corpus.__main__ import main as corpus_main
+from ci.replay.envelope import load
+from model.affinity.table import ModelAffinity
 from stateful.harness import default_factory, sut_name
 
 FILES = corpus_files()
@@ -27,7 +27,7 @@ def _manual_target() -> bool:
 
 
 def test_the_corpus_holds_the_hand_written_scenarios() -> None:
-    """At least the 18 scenarios of ci/corpus/scenarios.py are on disk."""
+    """At least the 18 scenarios of ci/replay/corpus/scenarios.py are on disk."""
     assert len(FILES) >= 18
 
 
@@ -57,7 +57,7 @@ def test_a_corpus_trace_says_what_it_shows(path: Path) -> None:
 
 
 def test_the_scenario_files_are_in_step_with_their_builders() -> None:
-    """`python -m ci.corpus build --check` would find nothing to rewrite."""
+    """`python -m ci.replay.corpus build --check` would find nothing to rewrite."""
     assert [] == stale_files()
 
 
@@ -126,7 +126,7 @@ def test_adding_under_an_unsafe_name_is_refused(tmp_path: Path) -> None:
 def test_the_add_command_exits_zero_and_names_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`python -m ci.corpus add PATH --name NAME` is the one command."""
+    """`python -m ci.replay.corpus add PATH --name NAME` is the one command."""
     status = corpus_main(
         [
             "add",

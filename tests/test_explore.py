@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-import ci.explore as explore_cli
-from ci import stats
-from ci._explore_coverage import (
+import ci.explore.command as explore_cli
+from ci.canaries.affinity import MODEL_CANARIES
+from ci.explore.command import BOUNDS, CI_BOUNDS, bound_named, read_counts
+from ci.explore.coverage import (
     RULE_OP_TYPES,
     MachineRun,
     MachineStep,
@@ -23,7 +24,7 @@ from ci._explore_coverage import (
     measure,
     run_restricted_machine,
 )
-from ci._explore_graph import (
+from ci.explore.graph import (
     Exploration,
     ExplorationCapError,
     bound_ops,
@@ -31,22 +32,21 @@ from ci._explore_graph import (
     explore,
     op_sort_key,
 )
-from ci._explore_picture import to_dot, to_svg
-from ci._explore_replay import edge_cover_paths, replay_paths
-from ci._explore_shrink import (
+from ci.explore.paths import edge_cover_paths, replay_paths
+from ci.explore.picture import to_dot, to_svg
+from ci.explore.shrink import (
     hypothesis_shrunk_steps,
     shortest_counterexample,
     write_trace,
 )
-from ci.canaries.affinity import MODEL_CANARIES
-from ci.explore import BOUNDS, CI_BOUNDS, bound_named, read_counts
 from ci.profiles import selected_profile
-from ci.replay import main as replay_main
-from ci.trace import load
-from model.affinity import CLOCK_NS_MAX, Binding, ModelAffinity
-from model.ops import Acquire, Advance, Commit, Op, Query, Release, outcome_of
-from model.types import SECOND_NS, Target
+from ci.replay.command import main as replay_main
+from ci.replay.envelope import load
+from model.affinity.ops import Acquire, Advance, Commit, Op, Query, Release, outcome_of
+from model.affinity.table import CLOCK_NS_MAX, Binding, ModelAffinity
+from model.affinity.types import SECOND_NS, Target
 from properties import Step, get, properties
+from stateful import stats
 
 NIGHTLY_BOUNDS = tuple(b.name for b in BOUNDS if b.name not in CI_BOUNDS)
 SHORTEST = {"leaky_release_model": 3, "off_by_one_expiry_model": 4}
@@ -77,7 +77,7 @@ def _leased_binding_state() -> ModelAffinity:
 
 @pytest.mark.parametrize("name", CI_BOUNDS)
 def test_a_ci_bound_has_the_pinned_state_edge_and_depth_counts(name: str) -> None:
-    """Enumerating the bound gives exactly the counts in ci/state_counts.json."""
+    """Enumerating the bound gives the counts in ci/explore/state_counts.json."""
     expected = read_counts()[name]
 
     actual = _explored(name).counts()
@@ -88,7 +88,7 @@ def test_a_ci_bound_has_the_pinned_state_edge_and_depth_counts(name: str) -> Non
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NIGHTLY_BOUNDS)
 def test_a_nightly_bound_has_the_pinned_state_edge_and_depth_counts(name: str) -> None:
-    """Enumerating a larger bound gives exactly the counts in ci/state_counts.json."""
+    """Enumerating a larger bound gives the counts in ci/explore/state_counts.json."""
     _nightly_only()
     expected = read_counts()[name]
 
@@ -98,7 +98,7 @@ def test_a_nightly_bound_has_the_pinned_state_edge_and_depth_counts(name: str) -
 
 
 def test_every_declared_bound_has_a_row_of_pinned_counts() -> None:
-    """ci/state_counts.json pins exactly the declared bounds."""
+    """ci/explore/state_counts.json pins exactly the declared bounds."""
     expected = sorted(b.name for b in BOUNDS)
 
     actual = sorted(read_counts())
@@ -437,7 +437,7 @@ def test_the_picture_marks_covered_and_uncovered_edges_apart() -> None:
 
 
 def test_the_committed_picture_files_exist_for_the_readme() -> None:
-    """ci/graphs holds the picture bound's DOT and SVG."""
+    """ci/explore/graphs holds the picture bound's DOT and SVG."""
     graphs = Path(explore_cli.GRAPHS_DIR)
 
     assert (graphs / "picture.dot").read_text().startswith("// Generated")

@@ -16,8 +16,8 @@ import pytest
 from rich.console import Console
 
 from ci import build_local
-from ci.artifacts import TARGET_TREE_ENV
 from ci.gate import EXIT_FAIL, EXIT_INFRA, EXIT_PASS, _clock_goals
+from ci.replay.artifacts import TARGET_TREE_ENV
 
 REPO = Path(__file__).resolve().parent.parent
 GATE_TIMEOUT_S = 900
@@ -28,7 +28,7 @@ PASSING = '''
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from ci import stats
+from stateful import stats
 from stateful.affinity_machine import AffinityMachine
 
 Short = type(

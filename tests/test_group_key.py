@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 
 from impl import adapter
 from impl.adapter import NativeAffinity
-from model.affinity import GROUP_ID_PREFIX, ModelAffinity, group_affinity_id
-from model.api import AffinityApi
+from model.affinity.api import AffinityApi
+from model.affinity.ops import Acquire, Commit, Op, Query, outcome_of
+from model.affinity.table import GROUP_ID_PREFIX, ModelAffinity, group_affinity_id
+from model.affinity.types import SECOND_NS, AffinityConfig, Initialize, Target
 from model.errors import UnsupportedError
-from model.ops import Acquire, Commit, Op, Query, outcome_of
-from model.types import SECOND_NS, AffinityConfig, Initialize, Target
 
 GROUP_ID_BYTES = 68
 ID_LIMIT_BYTES = 256

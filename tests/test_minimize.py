@@ -1,4 +1,4 @@
-"""`ci.minimize`: delete steps while the same check still fails first."""
+"""`ci.replay.minimize`: delete steps while the same check still fails first."""
 
 from __future__ import annotations
 
@@ -7,13 +7,21 @@ from pathlib import Path
 import pytest
 
 from ci.canaries.affinity import CANARIES
-from ci.minimize import MinimizeError, main, minimize, rebuild
-from ci.replay import replay
-from ci.trace import load, save
-from ci.trace_affinity import AffinityTrace, record
-from model.affinity import ModelAffinity
-from model.ops import Acquire, Advance, Commit, Join, PollWaiter, Query, Release
-from model.types import SECOND_NS, AffinityConfig, Target
+from ci.replay.affinity import AffinityTrace, record
+from ci.replay.command import replay
+from ci.replay.envelope import load, save
+from ci.replay.minimize import MinimizeError, main, minimize, rebuild
+from model.affinity.ops import (
+    Acquire,
+    Advance,
+    Commit,
+    Join,
+    PollWaiter,
+    Query,
+    Release,
+)
+from model.affinity.table import ModelAffinity
+from model.affinity.types import SECOND_NS, AffinityConfig, Target
 
 CONFIG = AffinityConfig(ttl_ns=10 * SECOND_NS)
 NOISY = (

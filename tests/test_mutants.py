@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from ci import mutants
-from ci._mutate import TARGET_FILES, Mutant, generate, mask
 from ci.build_local import (
     IMPL,
     is_link_failure,
     path_dependency_manifest,
     pinned_source,
 )
+from ci.mutants import command as mutants
+from ci.mutants.operators import TARGET_FILES, Mutant, generate, mask
 
 CRATE = pinned_source()
 
@@ -59,7 +59,7 @@ def test_test_hooks_behind_the_testing_feature_are_never_mutated(
 
 
 def test_every_operator_produces_mutants_in_both_files(generated: list[Mutant]) -> None:
-    """Each operator named in ci/_mutate.py finds sites in the pinned source."""
+    """Each operator of ci/mutants/operators.py finds sites in the pinned source."""
     expected = {
         "cmp_boundary",
         "cmp_negate",

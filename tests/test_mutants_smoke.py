@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from ci.build_local import REPO, default_work_dir, describe_extension, tree_environment
-from ci.mutants import SMOKE_PYTEST_ARGS, prepare_crate_tree, smoke
+from ci.mutants.command import SMOKE_PYTEST_ARGS, prepare_crate_tree, smoke
 from ci.profiles import selected_profile
 
 pytestmark = pytest.mark.pinned  # builds copies of the pinned crate

@@ -9,10 +9,17 @@ import pytest
 from ci import production
 from impl import adapter
 from impl.adapter import NativeAffinity, crate_default_config
-from model.affinity import ModelAffinity
-from model.api import AffinityApi
+from model.affinity.api import AffinityApi
+from model.affinity.table import ModelAffinity
+from model.affinity.types import (
+    SECOND_NS,
+    AffinityConfig,
+    Initialize,
+    Mode,
+    Target,
+    Wait,
+)
 from model.errors import InvalidArgumentError, ResourceExhaustedError, UnsupportedError
-from model.types import SECOND_NS, AffinityConfig, Initialize, Mode, Target, Wait
 
 pytestmark = pytest.mark.pinned
 

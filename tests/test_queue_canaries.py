@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from ci.canaries.queue_drr import CANARIES, SLOW_CANARIES
+from ci.canaries.queue import CANARIES, SLOW_CANARIES
 from ci.profiles import CANARY_SETTINGS, selected_profile
 from stateful.queue_machine import QueueMachine
 

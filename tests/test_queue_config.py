@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from model.errors import PolicyConfigError
-from model.queue_types import ClassConfig
+from model.queue.types import ClassConfig
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -17,7 +17,7 @@ import pytest
 from queue_support import cls, maker, pop_payload, put
 
 from model.errors import UnsupportedError
-from model.queue_types import ClassStats, Dispatch, Worker
+from model.queue.types import ClassStats, Dispatch, Worker
 
 pytestmark = pytest.mark.native
 

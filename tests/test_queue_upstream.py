@@ -15,9 +15,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from queue_support import SIDES, cls, maker, pop_payload, put
 
-from model.policy_queue import ModelPolicyQueue
-from model.queue_api import PolicyQueueApi
-from model.queue_types import (
+from model.queue.api import PolicyQueueApi
+from model.queue.table import ModelPolicyQueue
+from model.queue.types import (
     USIZE_MAX,
     ClassStats,
     Dispatch,

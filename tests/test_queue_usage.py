@@ -6,7 +6,7 @@ import pytest
 from queue_support import SIDES, cls, maker, put
 
 from model.errors import QueueUsageError
-from model.queue_types import U32_MAX, USIZE_MAX, Worker
+from model.queue.types import U32_MAX, USIZE_MAX, Worker
 
 
 @pytest.mark.parametrize("side", SIDES)

@@ -11,12 +11,27 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from ci.replay import EXIT_AGREE, EXIT_DIVERGED, EXIT_USAGE, Replay, StepVerdict, render
-from ci.replay import main as replay_main
-from ci.trace import save
-from ci.trace_affinity import record
-from model.ops import Acquire, Advance, ApplyReplica, Commit, Join, Query, Release
-from model.types import SECOND_NS, AffinityConfig, Target, Version
+from ci.replay.affinity import record
+from ci.replay.command import (
+    EXIT_AGREE,
+    EXIT_DIVERGED,
+    EXIT_USAGE,
+    Replay,
+    StepVerdict,
+    render,
+)
+from ci.replay.command import main as replay_main
+from ci.replay.envelope import save
+from model.affinity.ops import (
+    Acquire,
+    Advance,
+    ApplyReplica,
+    Commit,
+    Join,
+    Query,
+    Release,
+)
+from model.affinity.types import SECOND_NS, AffinityConfig, Target, Version
 from properties import get
 
 REPO = Path(__file__).resolve().parent.parent

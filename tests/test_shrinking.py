@@ -2,7 +2,7 @@
 
 Each canary runs the differential machine under `CANARY_SETTINGS` until it
 fails; its final replay (Hypothesis' shrunk program) is recorded as a trace,
-replayed outside Hypothesis, and minimized by `ci.minimize`.
+replayed outside Hypothesis, and minimized by `ci.replay.minimize`.
 
 Measured on dynamo-kv-router 1.6.1 (December 2026), shrunk / minimized steps,
 with every project module imported before the first test (see
@@ -36,12 +36,13 @@ from typing import Final
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from ci import failures, stats
 from ci.canaries.affinity import CANARIES
-from ci.minimize import minimize
 from ci.profiles import CANARY_SETTINGS
-from ci.replay import replay
-from ci.trace_affinity import AffinityTrace, record
+from ci.replay.affinity import AffinityTrace, record
+from ci.replay.command import replay
+from ci.replay.minimize import minimize
+from stateful import capture as failures
+from stateful import stats
 from stateful.affinity_machine import AffinityMachine
 from stateful.harness import default_factory, sut_name
 

@@ -10,15 +10,22 @@ from typing import Any
 
 import pytest
 
-from ci.trace import SCHEMA_VERSION, TraceError, crate_version, load, loads, save
-from ci.trace_affinity import (
+from ci.replay.affinity import (
     AffinityTrace,
     decode_value,
     encode_op,
     encode_value,
     record,
 )
-from model.ops import (
+from ci.replay.envelope import (
+    SCHEMA_VERSION,
+    TraceError,
+    crate_version,
+    load,
+    loads,
+    save,
+)
+from model.affinity.ops import (
     OP_TYPES,
     Abort,
     Acquire,
@@ -38,7 +45,7 @@ from model.ops import (
     Release,
     Value,
 )
-from model.types import (
+from model.affinity.types import (
     SECOND_NS,
     AffinityConfig,
     Bound,
@@ -103,7 +110,7 @@ def _document() -> dict[str, Any]:
 
 
 def test_the_sample_operations_cover_every_operation_type() -> None:
-    """Every operation of `model.ops` has a sample below (so none goes untested)."""
+    """Every operation of `model.affinity.ops` has a sample below (none untested)."""
     assert set(OP_TYPES) == set(SAMPLE_OPS)
 
 

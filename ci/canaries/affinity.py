@@ -16,9 +16,9 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from impl.adapter import NativeAffinity
-from model.affinity import CLOCK_NS_MAX, Binding, ModelAffinity
-from model.api import AffinityApi
-from model.types import AffinityConfig, ReplicaOutcome, Target, Version
+from model.affinity.api import AffinityApi
+from model.affinity.table import CLOCK_NS_MAX, Binding, ModelAffinity
+from model.affinity.types import AffinityConfig, ReplicaOutcome, Target, Version
 
 
 class LateExpiry(NativeAffinity):

@@ -1,0 +1,132 @@
+"""Benchmark the policy-queue machine: differential vs model-only steps/s.
+
+`python -m ci.bench.queue` runs the queue machine under the
+loaded Hypothesis profile twice -- the model against the crate, then the model
+against a second model -- and prints steps per second for each, plus the
+machine's own cost without Hypothesis: one fixed operation program replayed
+on the model alone and on model plus crate. Reading the clock is fine here:
+this is a report, not a test.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from typing import TYPE_CHECKING
+
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from model.queue.api import observe
+from model.queue.table import ModelPolicyQueue
+from model.queue.types import ClassConfig, Dispatch, Enqueue, PopNext, Retain, Worker
+from stateful.queue_machine import (
+    ProfileSpec,
+    QueueMachine,
+    model_factory,
+    native_factory,
+    profile_yaml,
+)
+from stateful.queue_machine import apply as apply_op
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from model.queue.api import PolicyQueueApi
+    from model.queue.types import QueueOp
+
+PROGRAM_STEPS = 5_000
+WORKERS = (Worker(1, 0), Worker(1, 1), Worker(2, 0))
+CLASSES = (
+    ClassConfig("c0", "fcfs", 2),
+    ClassConfig("c1", "wspt", 5),
+    ClassConfig("c2", "fcfs", 1),
+    ClassConfig("c3", "fcfs", 13),
+)
+
+
+def _machine_rate(factory: Callable[[ProfileSpec], PolicyQueueApi]) -> float:
+    machine = type(
+        "BenchQueueMachine",
+        (QueueMachine,),
+        {
+            "factory": staticmethod(factory),
+            "goals_reached": set(),
+            "rules_run": set(),
+            "steps_run": 0,
+        },
+    )
+    started = time.perf_counter()
+    run_state_machine_as_test(machine, settings=settings())
+    elapsed = time.perf_counter() - started
+    return machine.steps_run / elapsed
+
+
+def _program(seed: int) -> list[QueueOp]:
+    rng = random.Random(seed)  # noqa: S311 - a reproducible workload, not secrets
+    ops: list[QueueOp] = []
+    payload = 0
+    for _ in range(PROGRAM_STEPS):
+        roll = rng.random()
+        if roll < 0.45:
+            payload += 1
+            ops.append(
+                Enqueue(
+                    class_index=rng.randrange(len(CLASSES)),
+                    worker_count=rng.randrange(1, 4),
+                    raw_isl_tokens=rng.randrange(60),
+                    cached_tokens=rng.randrange(10),
+                    arrival_offset_secs=rng.choice((0.0, 1.0, 2.0, math.inf)),
+                    priority_jump=rng.choice((0.0, 3.0)),
+                    strict_priority=rng.randrange(2),
+                    placement=rng.choice((None, None, *WORKERS)),
+                    payload=payload,
+                )
+            )
+        elif roll < 0.97:
+            saturated = frozenset(w for w in WORKERS if rng.random() < 0.2)
+            ops.append(PopNext(Dispatch(saturated=saturated)))
+        else:
+            ops.append(Retain(frozenset(rng.randrange(payload + 1) for _ in range(3))))
+    return ops
+
+
+def _replay_rate(ops: list[QueueOp], *, native: bool) -> float:
+    model = ModelPolicyQueue(CLASSES)
+    sut: PolicyQueueApi | None = None
+    if native:
+        from impl.adapter import NativePolicyQueue  # noqa: PLC0415 - native run only
+
+        sut = NativePolicyQueue.from_yaml(profile_yaml(CLASSES, (False,) * 4))
+    started = time.perf_counter()
+    for op in ops:
+        expected = apply_op(model, op)
+        if sut is not None:
+            actual = apply_op(sut, op)
+            if expected != actual:
+                raise AssertionError(f"{op}: model {expected} != crate {actual}")
+            if observe(model) != observe(sut):
+                raise AssertionError(f"{op}: states differ")
+        else:
+            observe(model)
+    return len(ops) / (time.perf_counter() - started)
+
+
+def main() -> None:
+    """Print steps/s for each configuration."""
+    import ci.profiles  # noqa: F401, PLC0415 - loads the selected Hypothesis profile
+
+    ops = _program(seed=0)
+    rows = [
+        ("machine, model vs crate", _machine_rate(native_factory)),
+        ("machine, model vs model", _machine_rate(model_factory)),
+        ("replay, model vs crate", _replay_rate(ops, native=True)),
+        ("replay, model only", _replay_rate(ops, native=False)),
+    ]
+    for name, rate in rows:
+        print(f"{name:<26} {rate:>10,.0f} steps/s")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Bounded exhaustive exploration of the reference model (`python -m ci.explore`)."""

@@ -1,0 +1,584 @@
+"""Exhaustive bounded exploration of the affinity model (`python -m ci.explore`).
+
+Each declared `Bound` (below) is enumerated breadth-first into a
+`networkx.MultiDiGraph` whose edges are labelled by operation and outcome (see
+`ci/explore/graph.py` for what a state is and what is, and is not,
+canonicalised). On every state and every edge each `always` property of the
+registry is checked; each `sometimes` goal must be reached unless the bound
+declares it out of reach, with a reason. Node, edge and depth counts are pinned
+in `ci/explore/state_counts.json`: a change is a reviewed diff (`--update-counts`).
+
+A pass means "no property violated within these bounds" -- the configurations,
+vocabularies and depths listed in `BOUNDS` -- never "verified".
+
+Commands (exit status 1 on a violation, a goal or count mismatch, a replay
+disagreement or a surviving canary):
+
+    python -m ci.explore                   enumerate, check, compare counts
+    python -m ci.explore --update-counts   rewrite ci/explore/state_counts.json
+    python -m ci.explore --bench           states/s and seconds per bound
+    python -m ci.explore --replay          edge-covering replay against the crate
+    python -m ci.explore --counterexamples shortest counterexamples of MODEL_CANARIES
+    python -m ci.explore --coverage        how much of each bound Hypothesis covers
+                                           (coverage_summary() for the gate)
+    python -m ci.explore --picture     regenerate ci/explore/graphs/picture.{dot,svg}
+
+`--bound NAME` (repeatable) restricts any command to some bounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ci.canaries.affinity import MODEL_CANARIES
+from ci.explore.coverage import (
+    Coverage,
+    measure,
+    run_machine,
+    run_restricted_machine,
+)
+from ci.explore.graph import (
+    Bound,
+    Exploration,
+    ExplorationCapError,
+    Violation,
+    explore,
+)
+from ci.explore.paths import ReplayResult, edge_cover_paths, replay_paths
+from ci.explore.picture import to_dot, to_svg
+from ci.explore.shrink import (
+    Counterexample,
+    ShrinkQuality,
+    replay_command,
+    shortest_counterexample,
+    shrink_quality,
+    write_trace,
+)
+from ci.profiles import selected_profile
+from model.affinity.ops import (
+    Abort,
+    Acquire,
+    Advance,
+    ApplyReplica,
+    Commit,
+    DropTable,
+    EnableReplication,
+    Invalidate,
+    Join,
+    NextVersion,
+    ObserveSequence,
+    Op,
+    PollWaiter,
+    Query,
+    Release,
+)
+from model.affinity.types import SECOND_NS, AffinityConfig, Mode, Target
+
+__all__ = [
+    "BOUNDS",
+    "CI_BOUNDS",
+    "COUNTS_PATH",
+    "Bound",
+    "Exploration",
+    "ExplorationCapError",
+    "Violation",
+    "bound_named",
+    "coverage_summary",
+    "explore",
+    "main",
+]
+
+COUNTS_PATH = Path(__file__).with_name("state_counts.json")
+GRAPHS_DIR = Path(__file__).with_name("graphs")
+ARTIFACTS_DIR = Path(__file__).resolve().parents[1] / "artifacts" / "explore"
+
+LEASE_OPS: frozenset[type[Op]] = frozenset(
+    {Acquire, Join, Commit, Abort, Release, Invalidate, PollWaiter, Query, Advance}
+)
+"""Acquisition, joining, committing, letting go, waiting, reading and the clock."""
+
+REPLICA_OPS: frozenset[type[Op]] = frozenset(
+    {
+        Acquire,
+        Commit,
+        Release,
+        Query,
+        Advance,
+        ApplyReplica,
+        ObserveSequence,
+        EnableReplication,
+        NextVersion,
+        DropTable,
+    }
+)
+"""The request path plus replication, sequences and dropping the table."""
+
+PICTURE_OPS: frozenset[type[Op]] = frozenset({Acquire, Commit, Release, Query, Advance})
+"""One request's life: acquire, commit, release, read, let time pass."""
+
+_REPLICA_GOALS = (
+    "a_replica_update_met_an_initialization",
+    "a_replica_update_refreshed_a_binding",
+    "a_replica_update_replaced_a_live_binding",
+    "a_replica_update_replaced_an_expired_binding",
+    "a_replica_update_was_ignored_as_a_conflict",
+    "a_replica_update_was_refused_for_capacity",
+)
+_JOIN_GOALS = (
+    "a_join_bound_an_initialization",
+    "a_joined_initializer_committed",
+    "a_request_had_to_wait",
+    "a_waiter_was_woken",
+)
+
+
+def _because(reason: str, *goals: str) -> dict[str, str]:
+    return dict.fromkeys(goals, reason)
+
+
+def _ttl_1s(**fields: Any) -> AffinityConfig:
+    """A one-second TTL: the reaper ticks every second, on Tokio's 1 ms grid."""
+    return AffinityConfig(ttl_ns=SECOND_NS, **fields)
+
+
+BOUNDS: tuple[Bound, ...] = (
+    Bound(
+        name="picture",
+        config=_ttl_1s(max_entries=1),
+        session_ids=("a",),
+        targets=(Target(1),),
+        op_types=PICTURE_OPS,
+        handles_max=1,
+        depth_max=3,
+        states_max=1_000,
+        goals_out_of_reach={
+            **_because("no ApplyReplica in this bound", *_REPLICA_GOALS),
+            **_because("no Join or second handle in this bound", *_JOIN_GOALS),
+            **_because(
+                "one session and one target",
+                "the_table_was_full",
+                "an_uncollected_expired_binding_blocked_a_new_session",
+                "a_hard_commit_elsewhere_was_refused",
+                "a_soft_commit_moved_a_binding",
+                "a_stale_lease_was_released",
+                "an_oversized_id_was_refused",
+            ),
+            **_because(
+                "an unleased binding needs acquire, commit, release: 3 steps",
+                "a_lookup_met_an_uncollected_binding_at_its_exact_deadline",
+                "an_expired_binding_awaited_collection",
+                "the_reaper_collected_a_binding",
+                "the_clock_landed_exactly_on_a_deadline",
+            ),
+        },
+    ),
+    Bound(
+        name="core",
+        config=_ttl_1s(max_entries=1, max_session_id_bytes=4),
+        session_ids=("a", "ßßß"),  # 1 and 6 UTF-8 bytes: the second is oversized
+        targets=(Target(1), Target(2)),
+        op_types=LEASE_OPS,
+        handles_max=2,
+        depth_max=5,
+        states_max=10_000,
+        goals_out_of_reach={
+            **_because("no ApplyReplica in this bound", *_REPLICA_GOALS),
+            **_because(
+                "one valid session id: a second session can never be refused",
+                "the_table_was_full",
+                "an_uncollected_expired_binding_blocked_a_new_session",
+            ),
+            **_because(
+                "hard mode: bindings never change version under a lease",
+                "a_soft_commit_moved_a_binding",
+                "a_stale_lease_was_released",
+            ),
+            **_because(
+                "a deadline off the reaper's grid needs an advance before the "
+                "binding: 6 steps",
+                "a_lookup_met_an_uncollected_binding_at_its_exact_deadline",
+            ),
+        },
+    ),
+    Bound(
+        name="replica",
+        config=_ttl_1s(max_entries=1),
+        session_ids=("a", "b"),
+        targets=(Target(1), Target(2)),
+        op_types=REPLICA_OPS,
+        handles_max=1,
+        depth_max=5,
+        states_max=50_000,
+        goals_out_of_reach={
+            **_because("no Join and one handle at a time", *_JOIN_GOALS),
+            **_because("hard mode", "a_soft_commit_moved_a_binding"),
+            **_because("every id fits", "an_oversized_id_was_refused"),
+        },
+    ),
+    Bound(
+        name="soft",
+        config=_ttl_1s(max_entries=1, mode=Mode.SOFT),
+        session_ids=("a", "b"),
+        targets=(Target(1, 0), Target(2, 0)),
+        op_types=LEASE_OPS,
+        handles_max=2,
+        depth_max=6,
+        states_max=50_000,
+        goals_out_of_reach={
+            **_because("no ApplyReplica in this bound", *_REPLICA_GOALS),
+            **_because("soft mode", "a_hard_commit_elsewhere_was_refused"),
+            **_because("every id fits", "an_oversized_id_was_refused"),
+        },
+    ),
+)
+"""The declared bounds, smallest first (the order ties are broken in)."""
+
+CI_BOUNDS = ("picture", "core")
+"""Bounds small enough for every push; the others run nightly (`slow`)."""
+
+PICTURE_BOUND = "picture"
+COVERAGE_BOUNDS = ("picture", "core")
+
+
+def bound_named(name: str) -> Bound:
+    """The declared bound called `name`; KeyError if there is none."""
+    for bound in BOUNDS:
+        if bound.name == name:
+            return bound
+    raise KeyError(f"no bound named {name!r}; known: {[b.name for b in BOUNDS]}")
+
+
+# ---- pinned counts ---------------------------------------------------------
+
+
+def read_counts(path: Path = COUNTS_PATH) -> dict[str, dict[str, int]]:
+    """The pinned counts per bound."""
+    counts: dict[str, dict[str, int]] = json.loads(path.read_text())
+    return counts
+
+
+def write_counts(explorations: Sequence[Exploration], path: Path = COUNTS_PATH) -> None:
+    """Pin the counts of `explorations`, keeping other bounds' rows."""
+    counts = read_counts(path) if path.exists() else {}
+    for exploration in explorations:
+        counts[exploration.bound.name] = exploration.counts()
+    path.write_text(json.dumps(counts, indent=2, sort_keys=True) + "\n")
+
+
+# ---- checking one bound ----------------------------------------------------
+
+
+def problems(exploration: Exploration, pinned: dict[str, dict[str, int]]) -> list[str]:
+    """Everything wrong with one exploration: violations, goals, counts."""
+    found = [
+        f"violated {v.prop} after {len(v.path)} steps: {list(v.path)}"
+        for v in exploration.violations
+    ]
+    missing, stale = exploration.goal_mismatch()
+    found += [f"goal never reached: {goal}" for goal in missing]
+    found += [f"goal declared out of reach but reached: {goal}" for goal in stale]
+    expected = pinned.get(exploration.bound.name)
+    actual = exploration.counts()
+    if expected != actual:
+        found.append(f"counts {actual} differ from {COUNTS_PATH.name}: {expected}")
+    return found
+
+
+def _check(bounds: Sequence[Bound], console: Console) -> int:
+    pinned = read_counts()
+    table = Table(title="Bounded exploration (no violation within these bounds)")
+    columns = ("bound", "states", "edges", "depth", "horizon", "goals", "out of reach")
+    for column in (*columns, "result"):
+        table.add_column(column, justify="left" if column == "bound" else "right")
+    failures: list[str] = []
+    for bound in bounds:
+        exploration = explore(bound)
+        found = problems(exploration, pinned)
+        failures += [f"{bound.name}: {problem}" for problem in found]
+        counts = exploration.counts()
+        goals = len(exploration.reached) + len(exploration.unreached_goals())
+        table.add_row(
+            bound.name,
+            str(counts["states"]),
+            str(counts["edges"]),
+            str(counts["depth"]),
+            str(counts["horizon_states"]),
+            f"{len(exploration.reached)}/{goals}",
+            str(len(bound.goals_out_of_reach)),
+            "[red]FAIL[/red]" if found else "[green]ok[/green]",
+        )
+    console.print(table)
+    for bound in bounds:
+        console.print(f"  {bound.name}: {bound.describe()}")
+    for failure in failures:
+        console.print(f"[red]{failure}[/red]")
+    return 1 if failures else 0
+
+
+# ---- benchmark --------------------------------------------------------------
+
+
+def _bench(bounds: Sequence[Bound], console: Console) -> int:
+    table = Table(title="Exploration speed (one process, wall clock)")
+    for column in ("bound", "states", "edges", "seconds", "states/s", "edges/s"):
+        table.add_column(column, justify="left" if column == "bound" else "right")
+    for bound in bounds:
+        started = time.perf_counter()
+        exploration = explore(bound)
+        seconds = time.perf_counter() - started
+        states = exploration.graph.number_of_nodes()
+        edges = exploration.graph.number_of_edges()
+        table.add_row(
+            bound.name,
+            str(states),
+            str(edges),
+            f"{seconds:.2f}",
+            f"{states / seconds:,.0f}",
+            f"{edges / seconds:,.0f}",
+        )
+    console.print(table)
+    return 0
+
+
+# ---- replay against the crate ------------------------------------------------
+
+
+def replay_bound(bound: Bound) -> ReplayResult:
+    """Cover every edge of `bound` with root paths and replay them on the crate."""
+    from impl.adapter import NativeAffinity  # noqa: PLC0415 - only when replaying
+
+    exploration = explore(bound)
+    return replay_paths(exploration, edge_cover_paths(exploration), NativeAffinity)
+
+
+def _replay(bounds: Sequence[Bound], console: Console) -> int:
+    table = Table(title="Edge-covering replay: model vs dynamo-kv-router")
+    for column in ("bound", "edges", "paths", "steps", "disagreements"):
+        table.add_column(column, justify="left" if column == "bound" else "right")
+    failed = False
+    for bound in bounds:
+        result = replay_bound(bound)
+        failed = failed or bool(result.failures)
+        table.add_row(
+            bound.name,
+            str(result.edges),
+            str(result.paths),
+            str(result.steps),
+            str(len(result.failures)),
+        )
+        for failure in result.failures:
+            console.print(f"[red]{bound.name}: {failure.difference}[/red]")
+            console.print(f"  path: {list(failure.path)}")
+    console.print(table)
+    return 1 if failed else 0
+
+
+# ---- counterexamples and shrink quality ------------------------------------------
+
+
+def counterexamples(bounds: Sequence[Bound]) -> dict[str, Counterexample | None]:
+    """The shortest counterexample of each model canary over `bounds`."""
+    return {
+        name: shortest_counterexample(name, model_type, bounds)
+        for name, model_type in sorted(MODEL_CANARIES.items())
+    }
+
+
+def shrink_report(bounds: Sequence[Bound]) -> list[ShrinkQuality]:
+    """Hypothesis' shrunk length over the BFS-shortest length, per model canary."""
+    return [
+        shrink_quality(name, model_type, bounds)
+        for name, model_type in sorted(MODEL_CANARIES.items())
+    ]
+
+
+def _counterexamples(bounds: Sequence[Bound], out: Path, console: Console) -> int:
+    failed = False
+    table = Table(title="Shortest counterexamples and Hypothesis' shrinking")
+    for column in ("canary", "bound", "property", "BFS", "Hypothesis", "ratio"):
+        table.add_column(column, justify="left" if column != "ratio" else "right")
+    for name, example in counterexamples(bounds).items():
+        if example is None:
+            failed = True
+            console.print(f"[red]{name}: survived every bound[/red]")
+            continue
+        path = write_trace(out / name / "trace.json", example)
+        console.print(f"{name}: {len(example.ops)} steps, violates {example.prop}")
+        for op in example.ops:
+            console.print(f"    {op}")
+        console.print(f"  replay: {replay_command(path.parent, example)}")
+    for quality in shrink_report(bounds):
+        table.add_row(
+            quality.canary,
+            quality.bound,
+            quality.prop,
+            str(quality.bfs_steps),
+            str(quality.hypothesis_steps),
+            f"{quality.ratio:.2f}",
+        )
+    console.print(table)
+    return 1 if failed else 0
+
+
+def _artifact_dir() -> Path:
+    """`ci/artifacts/explore/<utc-stamp>/`, with `latest` pointing at it."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    directory = ARTIFACTS_DIR / stamp
+    directory.mkdir(parents=True, exist_ok=True)
+    latest = ARTIFACTS_DIR / "latest"
+    if latest.is_symlink() or latest.exists():
+        latest.unlink()
+    latest.symlink_to(stamp)
+    return directory
+
+
+# ---- coverage ---------------------------------------------------------------
+
+
+MACHINES = ("affinity", "restricted")
+"""`affinity`: the suite's machine, config pinned; `restricted`: the bound's ops."""
+
+
+def coverage(
+    bound: Bound, profile: str | None = None, machine: str = "affinity"
+) -> Coverage:
+    """How much of `bound` a Hypothesis machine covers (see `MACHINES`)."""
+    exploration = explore(bound)
+    chosen = profile or selected_profile()
+    if machine == "affinity":
+        run = run_machine(bound.config, chosen)
+    elif machine == "restricted":
+        run = run_restricted_machine(bound, chosen)
+    else:
+        raise ValueError(f"unknown machine {machine!r}; known: {MACHINES}")
+    return measure(exploration, run)
+
+
+def coverage_summary(
+    bounds: Sequence[str] = COVERAGE_BOUNDS,
+    profile: str | None = None,
+    machines: Sequence[str] = MACHINES,
+) -> list[dict[str, Any]]:
+    """Plain data for the gate: per bound and machine, what was covered of what.
+
+    Each row holds `states`, `edges` and per-rule `{covered, total, percent}`
+    with exact totals from the bound's graph. `affinity` runs the suite's
+    machine (model against model, configuration pinned to the bound's);
+    `restricted` runs one rule per operation type of the bound, inside it.
+    `profile` defaults to the selected Hypothesis profile.
+    """
+    return [
+        coverage(bound_named(name), profile, machine).as_dict()
+        for name in bounds
+        for machine in machines
+    ]
+
+
+def _coverage(bounds: Sequence[Bound], profile: str | None, console: Console) -> int:
+    for bound, machine in [(b, m) for b in bounds for m in MACHINES]:
+        result = coverage(bound, profile, machine).as_dict()
+        table = Table(
+            title=(
+                f"{bound.name}, {machine} machine ({result['profile']}, "
+                f"{result['programs']} programs, {result['steps']} steps, "
+                f"{result['steps_in_graph']} inside the bound)"
+            )
+        )
+        for column in ("what", "covered", "total", "%"):
+            table.add_column(column, justify="left" if column == "what" else "right")
+        rows = [("states", result["states"]), ("edges", result["edges"])]
+        rows += [(f"rule {r}", f) for r, f in result["rules"].items() if f["total"]]
+        for what, fraction in rows:
+            table.add_row(
+                what,
+                str(fraction["covered"]),
+                str(fraction["total"]),
+                f"{fraction['percent']:.2f}",
+            )
+        console.print(table)
+    return 0
+
+
+# ---- picture ---------------------------------------------------------------
+
+
+def picture(profile: str = "ci") -> tuple[str, str]:
+    """DOT and SVG of the picture bound, edges marked covered by Hypothesis."""
+    bound = bound_named(PICTURE_BOUND)
+    exploration = explore(bound)
+    covered = measure(exploration, run_machine(bound.config, profile))
+    note = (
+        f"bound {bound.name}: {exploration.graph.number_of_nodes()} states, "
+        f"{exploration.graph.number_of_edges()} edges, depth {exploration.depth}; "
+        f"Hypothesis ({profile} profile) took {covered.edges.covered} edges "
+        f"and visited {covered.states.covered} states"
+    )
+    return (
+        to_dot(exploration, covered.covered_edges, note),
+        to_svg(exploration, covered.covered_edges, note),
+    )
+
+
+def _picture(console: Console) -> int:
+    dot, svg = picture()
+    GRAPHS_DIR.mkdir(exist_ok=True)
+    for suffix, text in (("dot", dot), ("svg", svg)):
+        path = GRAPHS_DIR / f"{PICTURE_BOUND}.{suffix}"
+        path.write_text(text)
+        console.print(f"wrote {path}")
+    return 0
+
+
+# ---- command line ------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command the flags name (default: enumerate and check)."""
+    parser = argparse.ArgumentParser(prog="python -m ci.explore")
+    parser.add_argument("--bound", action="append", choices=[b.name for b in BOUNDS])
+    command = parser.add_mutually_exclusive_group()
+    for flag in (
+        "--update-counts",
+        "--bench",
+        "--replay",
+        "--counterexamples",
+        "--coverage",
+        "--picture",
+    ):
+        command.add_argument(flag, action="store_true")
+    parser.add_argument("--profile", help="Hypothesis profile for --coverage")
+    parser.add_argument("--out", type=Path, help="directory for --counterexamples")
+    args = parser.parse_args(argv)
+    bounds = [b for b in BOUNDS if args.bound is None or b.name in args.bound]
+    console = Console()
+    if not console.is_terminal:
+        console.width = 140  # logs: keep property names whole
+    if args.update_counts:
+        write_counts([explore(bound) for bound in bounds])
+        console.print(f"wrote {COUNTS_PATH}")
+        return 0
+    if args.bench:
+        return _bench(bounds, console)
+    if args.replay:
+        return _replay(bounds, console)
+    if args.counterexamples:
+        return _counterexamples(bounds, args.out or _artifact_dir(), console)
+    if args.coverage:
+        return _coverage(bounds, args.profile, console)
+    if args.picture:
+        return _picture(console)
+    return _check(bounds, console)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Mutation testing of the crate (`python -m ci.mutants`)."""

@@ -1,0 +1,1353 @@
+"""Mutation benchmark: how many source mutants of the pinned crate the suite catches.
+
+For every mutant of `src/services/selection/affinity.rs` and
+`src/scheduling/policy_queue.rs` (operators and exclusions: `ci/mutants/operators.py`)::
+
+    1. apply it to a work copy of the pinned crate;
+    2. rebuild the binding against that copy (one CARGO_TARGET_DIR, so the
+       rebuild is incremental, ~10-20 s) into a copy of our Python tree; a
+       mutant that does not compile is *unviable* and stops here;
+    3. at the same time (the crate's test build already starts during step 2)
+       a. our suite on that tree: `pytest -x -q -p no:cacheprovider
+          --hypothesis-profile=ci <the component's machine and unit tests>`
+          (`PYTEST_PATHS_BY_FILE`; `--pytest-paths "stateful tests"` runs
+          everything) under a time limit, and
+       b. the crate's own `cargo test --lib` for the mutated module and the
+          modules that drive it, on the same mutated source;
+    4. record, per side, caught / missed / timeout / error (and flaky, for a
+       crate failure that does not repeat when rerun alone), our time to
+       detect and which check caught it (failing test id and first assertion
+       line).
+
+The editable install in `impl/` is never touched: mutant builds go to a copy of
+the Python tree in the work folder (`ci/build_local.py`). Before the first
+mutant the unmutated copy is built and both sides run once as a baseline;
+tests that fail there (for example the check that the extension comes from
+crates.io, which a path build cannot pass) are deselected for every mutant and
+listed in the report.
+
+Output: `ci/artifacts/mutants/<utc-stamp>/report.json`, `report.md` and
+`logs/`, with `ci/artifacts/mutants/latest` pointing at the newest run.
+Commands and timings: `ci/MUTANTS.md`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import platform
+import random
+import re
+import shlex
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+import tomllib
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from ci.build_local import (
+    IMPL,
+    REPO,
+    LocalBuild,
+    build_extension,
+    copy_python_tree,
+    default_work_dir,
+    describe_extension,
+    install_extension,
+    pinned_source,
+    pinned_version,
+    reinstall_pinned,
+    seed_target_dir,
+    tree_environment,
+    write_if_changed,
+)
+from ci.mutants.operators import TARGET_FILES, Mutant, generate
+
+AFFINITY_RS = "src/services/selection/affinity.rs"
+QUEUE_RS = "src/scheduling/policy_queue.rs"
+# `-p ci.mutants.noshrink`: report the first failing example unshrunk (see that module).
+PYTEST_OPTIONS_DEFAULT = (
+    "-x",
+    "-q",
+    "-p",
+    "no:cacheprovider",
+    "--hypothesis-profile=ci",
+    "-p",
+    "ci.mutants.noshrink",
+)
+# What our suite runs per mutated file (paths, globs or `glob::test` node ids
+# inside the tree, in this order, so `-x` stops at the strongest check first):
+# the component's differential machine, the unit tests that drive the crate, the
+# explorer's replay of every bounded-graph edge through the crate, and the
+# clock-variant machine. The rest of the suite never reaches the crate.
+# `--pytest-paths "stateful tests"` runs the whole suite instead (slower: the
+# rest never reaches the mutated file, so survivors pay for all of it).
+PYTEST_PATHS_BY_FILE = {
+    AFFINITY_RS: (
+        "stateful/test_affinity_machine.py",
+        "tests/test_affinity_*.py",
+        "tests/test_production_under_test.py",
+        "tests/test_explore.py::test_the_crate_agrees_on_every_edge_of_a_ci_bound",
+        "stateful/test_clock_variants.py",
+    ),
+    QUEUE_RS: ("stateful/test_queue_machine.py", "tests/test_queue_*.py"),
+}
+# The benchmark's own tests never run inside it.
+PYTEST_IGNORED = ("--ignore-glob=*/test_mutants*.py",)
+# libtest filters per mutated file: the module's own tests and its drivers'.
+CRATE_TEST_FILTERS = {
+    AFFINITY_RS: (
+        "services::selection::affinity::",
+        "services::selection::core::",
+        "services::common::replica_sync",
+    ),
+    QUEUE_RS: ("scheduling::policy_queue::", "scheduling::queue::"),
+}
+CRATE_TEST_FEATURES = "standalone-selection,testing"
+# A crates.io copy lacks this workspace file, which one unit test outside our
+# filters include_str!s; the placeholder only lets the test binary compile.
+WORKSPACE_STUBS = {
+    "examples/router/policy-class-queues.yaml": (
+        "# Placeholder written by ci/mutants/command.py: the crates.io package of\n"
+        "# dynamo-kv-router omits this workspace file; no filtered test reads it.\n"
+    ),
+}
+CRATE_DIR_IN_TREE = Path("lib") / "kv-router"  # mirrors the upstream workspace
+PYTEST_TIMEOUT_S_MIN = 60
+CRATE_TIMEOUT_S_DEFAULT = 180
+BASELINE_TIMEOUT_S = 1_800
+BASELINE_RERUNS_MAX = 3  # deselection rounds before the baseline is declared broken
+DETAIL_CHARS_MAX = 200
+# caught: failed; missed: passed; timeout: killed at the limit; error: could not
+# run; flaky (crate only): a failure that did not repeat when rerun alone.
+OUTCOMES = ("caught", "missed", "timeout", "error", "flaky")
+PYTEST_ERROR_CODES = {2: "interrupted", 3: "internal error", 4: "usage", 5: "no tests"}
+
+console = Console(highlight=False)
+
+
+class MutantsError(RuntimeError):
+    """The benchmark cannot run (as opposed to a mutant being caught or not)."""
+
+
+# --- processes ----------------------------------------------------------------
+
+_LIVE: set[subprocess.Popen[str]] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class ProcessResult:
+    """How one child process ended."""
+
+    returncode: int | None  # None: killed at the time limit
+    seconds: float
+    output: str
+
+
+def run_process(
+    command: Sequence[str],
+    cwd: Path,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+) -> ProcessResult:
+    """Run `command` in its own process group; kill the group at the time limit."""
+    started = time.monotonic()
+    process = subprocess.Popen(  # noqa: S603 - our own tool invocations
+        list(command),
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+    with _LIVE_LOCK:
+        _LIVE.add(process)
+    try:
+        output, _ = process.communicate(timeout=timeout_s)
+        returncode: int | None = process.returncode
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        output, _ = process.communicate()
+        returncode = None
+    finally:
+        with _LIVE_LOCK:
+            _LIVE.discard(process)
+    return ProcessResult(returncode, time.monotonic() - started, output)
+
+
+def _kill_group(process: subprocess.Popen[str]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+
+
+def _kill_live_children() -> None:
+    """Kill the process groups this run started and that are still running."""
+    with _LIVE_LOCK:
+        for process in list(_LIVE):
+            _kill_group(process)
+
+
+def pinned_toolchain() -> str:
+    """The channel impl/rust-toolchain.toml pins."""
+    text = (IMPL / "rust-toolchain.toml").read_text(encoding="utf-8")
+    return str(tomllib.loads(text)["toolchain"]["channel"])
+
+
+# --- the work copy of the crate -----------------------------------------------
+
+
+def prepare_crate_tree(root: Path) -> Path:
+    """A pristine copy of the pinned crate at `root/lib/kv-router`, plus stubs.
+
+    Only files whose content differs are rewritten, so cargo's fingerprints
+    stay valid and a leftover mutant from an interrupted run is undone.
+    """
+    source = pinned_source()
+    crate = root / CRATE_DIR_IN_TREE
+    for path in sorted(source.rglob("*")):
+        if path.is_file():
+            write_if_changed(crate / path.relative_to(source), path.read_bytes())
+    for relative, text in WORKSPACE_STUBS.items():
+        write_if_changed(root / relative, text.encode("utf-8"))
+    return crate
+
+
+def apply_mutant(crate: Path, mutant: Mutant) -> None:
+    """Write the mutated file into the work copy (which must be pristine)."""
+    path = crate / mutant.file
+    pristine = (pinned_source() / mutant.file).read_text(encoding="utf-8")
+    path.write_text(mutant.apply(pristine), encoding="utf-8")
+
+
+def restore_file(crate: Path, relative: str) -> None:
+    """Put the pinned crate's version of `relative` back into the work copy."""
+    write_if_changed(crate / relative, (pinned_source() / relative).read_bytes())
+
+
+# --- one side's verdict -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One side's result on one mutant (or on the baseline)."""
+
+    outcome: str  # one of OUTCOMES
+    seconds: float
+    test_id: str = ""  # the first failing test
+    check: str = ""  # which comparison, invariant or assertion failed
+    detail: str = ""  # its first line
+
+
+def _clip(text: str) -> str:
+    text = " ".join(text.split())
+    if len(text) <= DETAIL_CHARS_MAX:
+        return text
+    return text[: DETAIL_CHARS_MAX - 3] + "..."
+
+
+def _check_name(message: str) -> str:
+    """`outcome`, `states`, `violated: <names>`, ... from an assertion line."""
+    text = message.removeprefix("AssertionError:").strip()
+    if text.startswith("violated:"):
+        return _clip(text)
+    prefix = re.match(r"([A-Za-z_][\w '\"]{0,40}):", text)
+    if prefix and not prefix.group(1).endswith(("Error", "Exception")):
+        return prefix.group(1)
+    error = re.match(r"([\w.]+(?:Error|Exception|Panic)\w*)", text)
+    if error:
+        return error.group(1)
+    if text.startswith("assert "):
+        return "assert " + _clip(text.removeprefix("assert "))[:60]
+    return _clip(text)[:60]
+
+
+def pytest_failures(output: str) -> list[str]:
+    """Node ids from pytest's short summary (`FAILED id` and `ERROR id`)."""
+    return re.findall(r"(?m)^(?:FAILED|ERROR) (\S+)", output)
+
+
+def judge_pytest(result: ProcessResult) -> Verdict:
+    """Our side's verdict from pytest's exit code and output."""
+    if result.returncode is None:
+        return Verdict("timeout", result.seconds)
+    if result.returncode == 0:
+        return Verdict("missed", result.seconds)
+    if result.returncode < 0:
+        crash = f"process killed by signal {-result.returncode}"
+        return Verdict("caught", result.seconds, check="crash", detail=crash)
+    if result.returncode != 1:
+        reason = PYTEST_ERROR_CODES.get(result.returncode, "unknown")
+        tail = _clip(result.output[-DETAIL_CHARS_MAX:])
+        return Verdict("error", result.seconds, check=reason, detail=tail)
+    failures = pytest_failures(result.output)
+    first_error = re.search(r"(?m)^E +(\S.*)$", result.output)
+    line = first_error.group(1) if first_error else ""
+    return Verdict(
+        "caught",
+        result.seconds,
+        test_id=failures[0] if failures else "",
+        check=_check_name(line) if line else "",
+        detail=_clip(line),
+    )
+
+
+def crate_failures(output: str) -> list[str]:
+    """Names of the crate's failing tests, from libtest's closing `failures:` list."""
+    listed = re.findall(r"(?m)^failures:\n((?:    \S+\n)+)", output)
+    if listed:
+        return [line.strip() for line in listed[-1].splitlines()]
+    # Without the list (a crashed test binary), the per-test lines, both styles.
+    return [
+        found.group(1) or found.group(2)
+        for found in re.finditer(
+            r"(?m)^(?:test (\S+) \.\.\. FAILED|(\S+) --- FAILED)$", output
+        )
+    ]
+
+
+def judge_crate(result: ProcessResult) -> Verdict:
+    """The crate's side from `cargo test`'s exit code and output."""
+    if result.returncode is None:
+        return Verdict("timeout", result.seconds)
+    if result.returncode == 0:
+        return Verdict("missed", result.seconds)
+    if "could not compile" in result.output:
+        detail = _clip(result.output[-DETAIL_CHARS_MAX:])
+        return Verdict("error", result.seconds, check="compile", detail=detail)
+    failures = crate_failures(result.output)
+    panic = re.search(r"panicked at ([^\n]*)\n([^\n]*)", result.output)
+    signal_line = re.search(r"signal: \d+, SIG\w+", result.output)
+    if panic:
+        check = panic.group(1).rstrip(":")
+        detail = panic.group(2)
+    else:
+        check = signal_line.group(0) if signal_line else "failed"
+        detail = ""
+    return Verdict(
+        "caught",
+        result.seconds,
+        test_id=failures[0] if failures else "",
+        check=_clip(check),
+        detail=_clip(detail),
+    )
+
+
+# --- configuration and plan ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything that decides what a run does."""
+
+    pytest_options: tuple[str, ...]
+    pytest_paths: tuple[str, ...]  # empty: PYTEST_PATHS_BY_FILE
+    pytest_timeout_s: float | None  # None: twice the baseline plus 30 s
+    crate_timeout_s: float
+    sample: int | None  # viable mutants to test (seeded order); None: all
+    seed: int
+    shard: tuple[int, int]  # (k, n), 1-based
+    ids: tuple[str, ...]
+    work_dir: Path
+    out_root: Path
+
+
+def plan(mutants: Sequence[Mutant], config: Config) -> list[Mutant]:
+    """The order in which this run (this shard) tries mutants."""
+    if config.ids:
+        wanted = set(config.ids)
+        unknown = wanted - {mutant.id for mutant in mutants}
+        if unknown:
+            raise MutantsError(f"unknown mutant ids: {sorted(unknown)}")
+        return [mutant for mutant in mutants if mutant.id in wanted]
+    order = list(mutants)
+    if config.sample is not None:
+        # A seeded shuffle for sampling, not for security.
+        random.Random(config.seed).shuffle(order)  # noqa: S311
+    index, count = config.shard
+    return order[index - 1 :: count]
+
+
+def pytest_paths(config: Config, relative: str, tree: Path) -> list[str]:
+    """The test paths our suite runs for mutants of `relative`, checked in `tree`."""
+    patterns = config.pytest_paths or PYTEST_PATHS_BY_FILE[relative]
+    paths: list[str] = []
+    for pattern in patterns:
+        files, separator, node = pattern.partition("::")
+        found = sorted(p.relative_to(tree).as_posix() for p in tree.glob(files))
+        if not found:
+            raise MutantsError(f"no test path matches {pattern!r} in {tree}")
+        paths += [path + separator + node for path in found]
+    return paths
+
+
+def pytest_command(
+    config: Config,
+    relative: str,
+    tree: Path,
+    deselected: Sequence[str],
+    exit_first: bool = True,
+) -> list[str]:
+    """Our suite's command line for `relative`; the baseline runs without `-x`."""
+    options = [
+        option
+        for option in config.pytest_options
+        if exit_first or option not in {"-x", "--exitfirst"}
+    ]
+    command = [sys.executable, "-m", "pytest", *options, *PYTEST_IGNORED]
+    command += pytest_paths(config, relative, tree)
+    for node in deselected:
+        command += ["--deselect", node]
+    return command
+
+
+def crate_command(
+    filters: Sequence[str], skipped: Sequence[str] = (), exact: bool = False
+) -> list[str]:
+    """The crate's own tests matching `filters`, minus `skipped` (baseline failures)."""
+    command = ["cargo", "test", "--quiet", "--lib", "--features", CRATE_TEST_FEATURES]
+    command += ["--", *filters]
+    if exact:
+        command.append("--exact")
+    for name in skipped:
+        command += ["--skip", name]
+    return command
+
+
+# --- the run ------------------------------------------------------------------
+
+
+@dataclass
+class Baseline:
+    """The unmutated copy's results, per mutated file."""
+
+    pytest_seconds: float
+    pytest_deselected: list[str]
+    pytest_timeout_s: float
+    crate_seconds: float
+    crate_skipped: list[str]
+
+
+@dataclass
+class MutantRecord:
+    """Everything recorded about one mutant."""
+
+    id: str
+    file: str
+    line: int
+    operator: str
+    description: str
+    diff: str
+    viable: bool
+    build_seconds: float
+    ours: Verdict | None = None
+    crate: Verdict | None = None
+
+    @property
+    def caught_by_either(self) -> bool:
+        """At least one side caught it."""
+        return any(v is not None and v.outcome == "caught" for v in self.sides())
+
+    def sides(self) -> tuple[Verdict | None, Verdict | None]:
+        """(ours, crate)."""
+        return self.ours, self.crate
+
+
+@dataclass
+class Run:
+    """State of one benchmark run."""
+
+    config: Config
+    out: Path
+    crate: Path
+    build: LocalBuild
+    pytree: Path
+    mutants_total: int = 0
+    planned: list[str] = field(default_factory=list)
+    baselines: dict[str, Baseline] = field(default_factory=dict)
+    records: list[MutantRecord] = field(default_factory=list)
+    started_at: str = ""
+    setup_seconds: float = 0.0
+    loop_seconds: float = 0.0
+    finished: bool = False
+    interrupted: str = ""
+
+
+def _crate_env(run: Run) -> dict[str, str]:
+    environment = dict(os.environ)
+    environment["CARGO_TARGET_DIR"] = str(
+        run.config.work_dir / "mutants" / "target-crate"
+    )
+    # The binding's pinned toolchain, not whatever rustup's default is.
+    environment["RUSTUP_TOOLCHAIN"] = pinned_toolchain()
+    # No debug info: the test binary links much faster and nothing reads it.
+    environment["CARGO_PROFILE_TEST_DEBUG"] = "0"
+    environment["CARGO_PROFILE_DEV_DEBUG"] = "0"
+    return environment
+
+
+@dataclass(frozen=True)
+class SideCommands:
+    """What both sides run for one mutated file."""
+
+    relative: str
+    pytest_timeout_s: float
+    deselected: Sequence[str]
+    skipped: Sequence[str]
+    exit_first: bool = True
+
+
+def _always_ready() -> bool:
+    return True
+
+
+def _both_sides(
+    run: Run,
+    sides: SideCommands,
+    crate_timeout_s: float,
+    prepare: Callable[[], bool] = _always_ready,
+) -> tuple[ProcessResult | None, ProcessResult]:
+    """The crate's tests and our suite, concurrently, on the current source.
+
+    The crate's test build starts at once; `prepare` (the binding's rebuild)
+    runs meanwhile, and our suite starts when it returns True. When it returns
+    False (the mutant does not compile) our suite does not run.
+    """
+    ours = pytest_command(
+        run.config, sides.relative, run.pytree, sides.deselected, sides.exit_first
+    )
+    theirs = crate_command(CRATE_TEST_FILTERS[sides.relative], sides.skipped)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        try:
+            theirs_future = pool.submit(
+                run_process, theirs, run.crate, crate_timeout_s, _crate_env(run)
+            )
+            if not prepare():
+                return None, theirs_future.result()
+            ours_result = run_process(
+                ours, run.pytree, sides.pytest_timeout_s, tree_environment(run.pytree)
+            )
+            return ours_result, theirs_future.result()
+        except BaseException:
+            # Interrupted: end the children so the pool's threads can finish.
+            _kill_live_children()
+            raise
+
+
+def _warm_up(run: Run) -> None:
+    """Compile the unmutated copy for both sides at once (slow only when cold)."""
+    command = ["cargo", "test", "--quiet", "--lib", "--features", CRATE_TEST_FEATURES]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        crate_future = pool.submit(
+            run_process,
+            [*command, "--no-run"],
+            run.crate,
+            BASELINE_TIMEOUT_S,
+            _crate_env(run),
+        )
+        viable, seconds, output = _build(run)
+        crate = crate_future.result()
+    _write_log(run, "warm-up.cargo.txt", crate.output)
+    if not viable:
+        raise MutantsError(f"the unmutated copy does not build:\n{output[-3000:]}")
+    if crate.returncode != 0:
+        raise MutantsError(f"the crate's tests do not build:\n{crate.output[-3000:]}")
+    source = describe_extension(run.pytree)
+    if source["source"] != "path":
+        raise MutantsError(f"the tree copy does not load the path build: {source}")
+    console.print(
+        f"built the unmutated copy in {seconds:.0f} s ({source}); "
+        f"the crate's tests in {crate.seconds:.0f} s"
+    )
+
+
+def _baseline(run: Run, relative: str) -> Baseline:
+    """Run both sides on the unmutated copy; deselect what fails there."""
+    deselected: list[str] = []
+    skipped: list[str] = []
+    for attempt in range(1, BASELINE_RERUNS_MAX + 1):
+        sides = SideCommands(
+            relative=relative,
+            pytest_timeout_s=BASELINE_TIMEOUT_S,
+            deselected=deselected,
+            skipped=skipped,
+            exit_first=False,
+        )
+        ours, theirs = _both_sides(run, sides, BASELINE_TIMEOUT_S)
+        assert ours is not None  # no `prepare` step, so our side always runs
+        name = f"baseline-{Path(relative).stem}-{attempt}"
+        _write_log(run, f"{name}.pytest.txt", ours.output)
+        _write_log(run, f"{name}.cargo.txt", theirs.output)
+        if ours.returncode is None or theirs.returncode is None:
+            raise MutantsError(f"the baseline for {relative} exceeded its time limit")
+        if ours.returncode not in {0, 1}:
+            raise MutantsError(
+                f"the baseline pytest run failed:\n{ours.output[-3000:]}"
+            )
+        if "could not compile" in theirs.output:
+            raise MutantsError(
+                f"the crate's tests do not compile:\n{theirs.output[-3000:]}"
+            )
+        new_failures = [n for n in pytest_failures(ours.output) if n not in deselected]
+        new_skips = [n for n in crate_failures(theirs.output) if n not in skipped]
+        if ours.returncode != 0 and not new_failures:
+            raise MutantsError(
+                f"pytest failed but named no test:\n{ours.output[-3000:]}"
+            )
+        if theirs.returncode != 0 and not new_skips:
+            raise MutantsError(
+                f"cargo test failed but named no test:\n{theirs.output[-3000:]}"
+            )
+        if not new_failures and not new_skips:
+            timeout_s = run.config.pytest_timeout_s or max(
+                PYTEST_TIMEOUT_S_MIN, 2 * ours.seconds + 30
+            )
+            return Baseline(
+                pytest_seconds=round(ours.seconds, 1),
+                pytest_deselected=deselected,
+                pytest_timeout_s=round(timeout_s, 1),
+                crate_seconds=round(theirs.seconds, 1),
+                crate_skipped=skipped,
+            )
+        deselected += new_failures
+        skipped += new_skips
+    raise MutantsError(
+        f"the baseline for {relative} keeps failing: {deselected} {skipped}"
+    )
+
+
+def _write_log(run: Run, name: str, text: str) -> None:
+    path = run.out / "logs" / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+
+
+def _build(run: Run) -> tuple[bool, float, str]:
+    result = build_extension(run.build)
+    if result.ok:
+        install_extension(run.build.extension, run.pytree)
+        return True, result.seconds, result.output
+    if not result.compile_error:
+        raise MutantsError(f"maturin failed without a compile error:\n{result.output}")
+    return False, result.seconds, result.output
+
+
+def _test_mutant(run: Run, mutant: Mutant, pristine: str) -> MutantRecord:
+    apply_mutant(run.crate, mutant)
+    builds: list[tuple[bool, float, str]] = []
+
+    def rebuild() -> bool:
+        builds.append(_build(run))
+        return builds[-1][0]
+
+    try:
+        baseline = run.baselines[mutant.file]
+        sides = SideCommands(
+            relative=mutant.file,
+            pytest_timeout_s=baseline.pytest_timeout_s,
+            deselected=baseline.pytest_deselected,
+            skipped=baseline.crate_skipped,
+        )
+        ours, theirs = _both_sides(run, sides, run.config.crate_timeout_s, rebuild)
+        ((viable, build_seconds, build_output),) = builds
+        record = MutantRecord(
+            id=mutant.id,
+            file=mutant.file,
+            line=mutant.line,
+            operator=mutant.operator,
+            description=mutant.describe(),
+            diff=mutant.diff(pristine),
+            viable=viable,
+            build_seconds=round(build_seconds, 1),
+        )
+        if ours is None:
+            _write_log(run, f"{mutant.id}.build.txt", build_output)
+            return record
+        _write_log(run, f"{mutant.id}.pytest.txt", ours.output)
+        _write_log(run, f"{mutant.id}.cargo.txt", theirs.output)
+        record.ours = judge_pytest(ours)
+        record.crate = _confirmed(run, mutant, judge_crate(theirs), theirs)
+        return record
+    finally:
+        restore_file(run.crate, mutant.file)
+
+
+def _confirmed(
+    run: Run, mutant: Mutant, verdict: Verdict, result: ProcessResult
+) -> Verdict:
+    """Rerun the crate's failing tests alone; a failure that does not repeat is flaky.
+
+    Some of the crate's tokio tests fail under CPU contention (our suite runs
+    beside them); a mutant's failure repeats, a flake usually does not.
+    """
+    failures = crate_failures(result.output)
+    if verdict.outcome != "caught" or not failures:
+        return verdict
+    command = crate_command(failures, exact=True)
+    rerun = run_process(command, run.crate, run.config.crate_timeout_s, _crate_env(run))
+    _write_log(run, f"{mutant.id}.cargo-rerun.txt", rerun.output)
+    if rerun.returncode == 0:
+        return Verdict(
+            "flaky",
+            verdict.seconds,
+            test_id=verdict.test_id,
+            check=verdict.check,
+            detail="passed when rerun alone",
+        )
+    return verdict
+
+
+def _progress(record: MutantRecord, done: int, viable_target: int | None) -> None:
+    goal = f"/{viable_target}" if viable_target else ""
+    if not record.viable:
+        console.print(
+            f"[dim]{record.id} unviable ({record.build_seconds:.0f} s)  "
+            f"{record.description}[/dim]"
+        )
+        return
+    assert record.ours is not None
+    assert record.crate is not None
+    colour = {"caught": "green", "missed": "red"}
+    ours = record.ours.outcome
+    crate = record.crate.outcome
+    console.print(
+        f"[bold]{record.id}[/bold] #{done}{goal}  "
+        f"ours [{colour.get(ours, 'yellow')}]{ours}[/] {record.ours.seconds:.0f} s  "
+        f"crate [{colour.get(crate, 'yellow')}]{crate}[/]  {record.description}"
+    )
+    if ours == "caught":
+        console.print(f"      [dim]{record.ours.test_id}  {record.ours.check}[/dim]")
+
+
+def execute(config: Config) -> Run:
+    """Set up, take the baselines, and test the planned mutants."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    out = config.out_root / stamp
+    out.mkdir(parents=True, exist_ok=False)
+    latest = config.out_root / "latest"
+    latest.unlink(missing_ok=True)
+    latest.symlink_to(stamp)
+    work = config.work_dir / "mutants"
+    crate = prepare_crate_tree(work / "tree")
+    run = Run(
+        config=config,
+        out=out,
+        crate=crate,
+        build=LocalBuild(
+            source=crate,
+            binding_dir=work / "binding",
+            target_dir=work / "target-binding",
+        ),
+        pytree=work / "pytree",
+        started_at=stamp,
+    )
+    mutants = generate(crate)
+    run.mutants_total = len(mutants)
+    order = plan(mutants, config)
+    run.planned = [mutant.id for mutant in order]
+    try:
+        _execute(run, order)
+    except KeyboardInterrupt:
+        run.interrupted = "KeyboardInterrupt"
+        _kill_live_children()
+        raise
+    except BaseException as error:
+        run.interrupted = f"{type(error).__name__}: {error}"
+        _kill_live_children()
+        raise
+    finally:
+        for relative in TARGET_FILES:
+            restore_file(run.crate, relative)
+        write_reports(run)
+    return run
+
+
+def _execute(run: Run, order: Sequence[Mutant]) -> None:
+    config = run.config
+    setup_started = time.monotonic()
+    console.print(f"[bold]setup[/bold]: work folder {config.work_dir / 'mutants'}")
+    if seed_target_dir(run.build.target_dir):
+        console.print("seeded the binding's target dir from impl/target/release")
+    copy_python_tree(run.pytree)
+    _warm_up(run)
+    for relative in sorted({mutant.file for mutant in order}):
+        baseline = _baseline(run, relative)
+        run.baselines[relative] = baseline
+        console.print(
+            f"baseline {Path(relative).name}: ours {baseline.pytest_seconds:.0f} s "
+            f"(limit {baseline.pytest_timeout_s:.0f} s, deselected "
+            f"{baseline.pytest_deselected or 'none'}), crate "
+            f"{baseline.crate_seconds:.0f} s "
+            f"(skipped {baseline.crate_skipped or 'none'})"
+        )
+    run.setup_seconds = time.monotonic() - setup_started
+    loop_started = time.monotonic()
+    pristine = {
+        relative: (pinned_source() / relative).read_text(encoding="utf-8")
+        for relative in TARGET_FILES
+    }
+    viable_count = 0
+    for mutant in order:
+        if config.sample is not None and viable_count >= config.sample:
+            break
+        record = _test_mutant(run, mutant, pristine[mutant.file])
+        run.records.append(record)
+        viable_count += record.viable
+        run.loop_seconds = time.monotonic() - loop_started
+        _progress(record, viable_count, config.sample)
+        write_reports(run)
+    run.loop_seconds = time.monotonic() - loop_started
+    run.finished = True
+
+
+# --- reports ------------------------------------------------------------------
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def totals(run: Run) -> dict[str, Any]:
+    """Counts and kill rates over the viable mutants tested so far."""
+    viable = [record for record in run.records if record.viable]
+    ours = Counter(record.ours.outcome for record in viable if record.ours)
+    crate = Counter(record.crate.outcome for record in viable if record.crate)
+    union = sum(record.caught_by_either for record in viable)
+    detect = [
+        record.ours.seconds
+        for record in viable
+        if record.ours and record.ours.outcome == "caught"
+    ]
+    return {
+        "mutants_generated": run.mutants_total,
+        "tried": len(run.records),
+        "viable": len(viable),
+        "unviable": len(run.records) - len(viable),
+        "ours": dict(sorted(ours.items())),
+        "crate": dict(sorted(crate.items())),
+        "union_caught": union,
+        "kill_rate_ours": _rate(ours["caught"], len(viable)),
+        "kill_rate_crate": _rate(crate["caught"], len(viable)),
+        "kill_rate_union": _rate(union, len(viable)),
+        # A hang is not a pass either: the same rates counting timeouts as kills.
+        "stop_rate_ours": _rate(ours["caught"] + ours["timeout"], len(viable)),
+        "stop_rate_crate": _rate(crate["caught"] + crate["timeout"], len(viable)),
+        "stop_rate_union": _rate(sum(_stopped(r) for r in viable), len(viable)),
+        "ours_seconds_to_detect_median": (
+            round(statistics.median(detect), 1) if detect else None
+        ),
+        "ours_seconds_to_detect_max": round(max(detect), 1) if detect else None,
+        "setup_seconds": round(run.setup_seconds, 1),
+        "mutants_seconds": round(run.loop_seconds, 1),
+    }
+
+
+def _git(*arguments: str) -> str:
+    completed = subprocess.run(  # noqa: S603 - fixed git subcommands
+        ["git", *arguments],  # noqa: S607 - git from PATH, as for developers
+        cwd=REPO,
+        check=False,
+        capture_output=True,
+        text=True,
+    )
+    return completed.stdout.strip()
+
+
+def _versions() -> dict[str, str]:
+    import hypothesis  # noqa: PLC0415 - only the report needs it
+
+    return {
+        "crate": f"dynamo-kv-router {pinned_version()}",
+        "hypothesis": hypothesis.__version__,
+        "python": platform.python_version(),
+    }
+
+
+def report_data(run: Run) -> dict[str, Any]:
+    """The JSON report."""
+    config = run.config
+    return {
+        "started_at": run.started_at,
+        "finished": run.finished,
+        "interrupted": run.interrupted,
+        "git_commit": _git("rev-parse", "HEAD"),
+        # The suite under test is the working tree copied at the start, edits
+        # included; these are the files that differed from the commit.
+        "git_changed_files": _git("status", "--porcelain").splitlines(),
+        "versions": _versions(),
+        "cpus": os.cpu_count(),
+        "command": [sys.executable, "-m", "ci.mutants", *sys.argv[1:]],
+        "config": {
+            "pytest_options": list(config.pytest_options),
+            "pytest_paths": list(config.pytest_paths) or PYTEST_PATHS_BY_FILE,
+            "pytest_timeout_s": config.pytest_timeout_s,
+            "crate_timeout_s": config.crate_timeout_s,
+            "sample": config.sample,
+            "seed": config.seed,
+            "shard": f"{config.shard[0]}/{config.shard[1]}",
+            "ids": list(config.ids),
+            "work_dir": str(config.work_dir),
+            "crate_test_filters": CRATE_TEST_FILTERS,
+            "crate_test_features": CRATE_TEST_FEATURES,
+        },
+        "baselines": {key: asdict(value) for key, value in run.baselines.items()},
+        "totals": totals(run),
+        "survivors_ours": [
+            r.id for r in run.records if r.viable and not _caught(r.ours)
+        ],
+        "survivors_both": [
+            r.id for r in run.records if r.viable and not r.caught_by_either
+        ],
+        "planned": run.planned,
+        "mutants": [asdict(record) for record in run.records],
+    }
+
+
+def _caught(verdict: Verdict | None) -> bool:
+    return verdict is not None and verdict.outcome == "caught"
+
+
+def _stopped(record: MutantRecord) -> bool:
+    """Some side failed on the mutant or hung past its time limit."""
+    return any(
+        verdict is not None and verdict.outcome in {"caught", "timeout"}
+        for verdict in record.sides()
+    )
+
+
+def _percent(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{100 * rate:.0f} %"
+
+
+def _row(*cells: object) -> str:
+    return "| " + " | ".join(str(cell).replace("|", "/") for cell in cells) + " |"
+
+
+def _markdown_header(run: Run, data: dict[str, Any]) -> list[str]:
+    versions = data["versions"]
+    t = data["totals"]
+    paths = (
+        shlex.join(run.config.pytest_paths)
+        if run.config.pytest_paths
+        else "the component's test files (PYTEST_PATHS_BY_FILE)"
+    )
+    lines = [
+        f"# Mutation benchmark {run.started_at}",
+        "",
+        (
+            f"Crate {versions['crate']}, Hypothesis {versions['hypothesis']}, "
+            f"commit `{data['git_commit'][:12]}`, {data['cpus']} CPUs. "
+            f"Command: `{shlex.join(data['command'])}`."
+        ),
+        "",
+        (
+            f"Our suite: `pytest {shlex.join(run.config.pytest_options)}` on {paths}; "
+            f"the crate: `cargo test --lib --features {CRATE_TEST_FEATURES}` "
+            "with module filters."
+        ),
+        "",
+    ]
+    if run.interrupted:
+        lines += [f"**Run stopped early: {run.interrupted}.**", ""]
+    lines += [
+        _row("", "ours", "crate's tests", "union"),
+        _row("---", "---", "---", "---"),
+        _row(
+            f"kill rate over {t['viable']} viable",
+            _percent(t["kill_rate_ours"]),
+            _percent(t["kill_rate_crate"]),
+            _percent(t["kill_rate_union"]),
+        ),
+        _row(
+            "caught or timed out",
+            _percent(t["stop_rate_ours"]),
+            _percent(t["stop_rate_crate"]),
+            _percent(t["stop_rate_union"]),
+        ),
+    ]
+    for outcome in OUTCOMES:
+        union = t["union_caught"] if outcome == "caught" else ""
+        ours = t["ours"].get(outcome, 0)
+        lines.append(_row(outcome, ours, t["crate"].get(outcome, 0), union))
+    lines += [
+        "",
+        (
+            f"{t['tried']} mutants tried of {t['mutants_generated']} generated; "
+            f"{t['unviable']} unviable (do not compile). "
+            f"Setup {t['setup_seconds'] / 60:.1f} min, "
+            f"mutants {t['mutants_seconds'] / 60:.1f} min. Our time to detect: "
+            f"median {t['ours_seconds_to_detect_median']} s, "
+            f"max {t['ours_seconds_to_detect_max']} s."
+        ),
+        "",
+    ]
+    return lines
+
+
+def _markdown_baselines(run: Run) -> list[str]:
+    lines = [
+        "## Baselines",
+        "",
+        _row("file", "ours (s)", "our limit (s)", "deselected", "crate (s)", "skipped"),
+        _row("---", "---", "---", "---", "---", "---"),
+    ]
+    for relative, baseline in sorted(run.baselines.items()):
+        lines.append(
+            _row(
+                Path(relative).name,
+                f"{baseline.pytest_seconds:.0f}",
+                f"{baseline.pytest_timeout_s:.0f}",
+                ", ".join(baseline.pytest_deselected) or "-",
+                f"{baseline.crate_seconds:.0f}",
+                ", ".join(baseline.crate_skipped) or "-",
+            )
+        )
+    return [*lines, ""]
+
+
+def _markdown_survivors(run: Run) -> list[str]:
+    lines = ["## Survivors of our suite", ""]
+    survivors = [r for r in run.records if r.viable and not _caught(r.ours)]
+    if not survivors:
+        lines += ["None.", ""]
+    for record in survivors:
+        ours = record.ours.outcome if record.ours else "-"
+        crate = record.crate.outcome if record.crate else "-"
+        lines += [
+            f"### {record.id}: ours {ours}, crate {crate}",
+            "",
+            f"`{record.description}`",
+            "",
+            "```diff",
+            record.diff.rstrip(),
+            "```",
+            "",
+        ]
+    return lines
+
+
+def _markdown_mutants(run: Run) -> list[str]:
+    lines = [
+        "## Every mutant",
+        "",
+        _row("id", "mutant", "ours", "s", "caught by (ours)", "crate", "caught by"),
+        _row("---", "---", "---", "---", "---", "---", "---"),
+    ]
+    for record in run.records:
+        if record.ours is None or record.crate is None:
+            lines.append(
+                _row(record.id, f"`{record.description}`", "unviable", *[""] * 4)
+            )
+            continue
+        lines.append(
+            _row(
+                record.id,
+                f"`{record.description}`",
+                record.ours.outcome,
+                f"{record.ours.seconds:.0f}",
+                f"{record.ours.test_id} {record.ours.check}".strip(),
+                record.crate.outcome,
+                f"{record.crate.test_id} {record.crate.check}".strip(),
+            )
+        )
+    return lines
+
+
+def _markdown(run: Run, data: dict[str, Any]) -> str:
+    lines = [
+        *_markdown_header(run, data),
+        *_markdown_baselines(run),
+        *_markdown_survivors(run),
+        *_markdown_mutants(run),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_reports(run: Run) -> None:
+    """Write report.json and report.md for the records so far."""
+    data = report_data(run)
+    (run.out / "report.json").write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+    (run.out / "report.md").write_text(_markdown(run, data), "utf-8")
+
+
+def print_summary(run: Run) -> None:
+    """A rich table of the totals and the survivors."""
+    t = totals(run)
+    table = Table(title=f"mutants: {t['viable']} viable, {t['unviable']} unviable")
+    for column in ("", "ours", "crate's tests", "union"):
+        table.add_column(column)
+    table.add_row(
+        "kill rate",
+        _percent(t["kill_rate_ours"]),
+        _percent(t["kill_rate_crate"]),
+        _percent(t["kill_rate_union"]),
+    )
+    for outcome in OUTCOMES:
+        union = str(t["union_caught"]) if outcome == "caught" else ""
+        table.add_row(
+            outcome,
+            str(t["ours"].get(outcome, 0)),
+            str(t["crate"].get(outcome, 0)),
+            union,
+        )
+    console.print(table)
+    survivors = Table(title="survivors of our suite")
+    for column in ("id", "mutant", "ours", "crate"):
+        survivors.add_column(column)
+    for record in run.records:
+        if record.viable and not _caught(record.ours):
+            survivors.add_row(
+                record.id,
+                record.description,
+                record.ours.outcome if record.ours else "-",
+                record.crate.outcome if record.crate else "-",
+            )
+    console.print(survivors)
+    console.print(f"report: {run.out / 'report.md'}")
+
+
+# --- smoke: one mutant that must be caught ------------------------------------
+
+# query_target serves a binding whose idle deadline is exactly now.
+SMOKE_LINE = "*idle_deadline <= Instant::now()"
+SMOKE_PYTEST_ARGS = (*PYTEST_OPTIONS_DEFAULT, "stateful/test_affinity_machine.py")
+SMOKE_PYTEST_TIMEOUT_S = 600
+
+
+def expiry_mutant(mutants: Sequence[Mutant], crate: Path) -> Mutant:
+    """The mutant that flips query_target's `*idle_deadline <= now` to `<`."""
+    text = (crate / AFFINITY_RS).read_text(encoding="utf-8")
+    lines = text.splitlines()
+    found = [
+        mutant
+        for mutant in mutants
+        if mutant.file == AFFINITY_RS
+        and mutant.operator == "cmp_boundary"
+        and mutant.original == "<="
+        and SMOKE_LINE in lines[mutant.line - 1]
+    ]
+    if len(found) != 1:
+        raise MutantsError(f"expected one smoke mutant, found {len(found)}")
+    return found[0]
+
+
+@dataclass(frozen=True)
+class SmokeResult:
+    """What the smoke run saw."""
+
+    mutant: Mutant
+    extension: dict[str, str]  # CRATE_SOURCE etc. as the tree copy imports it
+    build_seconds: float
+    verdict: Verdict
+
+
+def smoke(work_dir: Path, tree: Path) -> SmokeResult:
+    """Build the expiry mutant into a copy of our tree and run the machine there.
+
+    `tree` receives the copy of our Python tree with the mutant's extension, so
+    the editable install is left alone.
+
+    The work folder `work_dir/smoke` keeps its own crate copy and target dir,
+    seeded from impl/target, so a cold run compiles the crate once (~3 min on
+    two cores) and a warm one only the mutated file (~20 s).
+    """
+    work = work_dir / "smoke"
+    with _work_lock(work):
+        crate = prepare_crate_tree(work / "tree")
+        mutant = expiry_mutant(generate(crate), crate)
+        build = LocalBuild(
+            source=crate,
+            binding_dir=work / "binding",
+            target_dir=work / "target-binding",
+        )
+        seed_target_dir(build.target_dir)
+        apply_mutant(crate, mutant)
+        try:
+            result = build_extension(build)
+        finally:
+            restore_file(crate, mutant.file)
+        if not result.ok:
+            raise MutantsError(f"the smoke mutant does not build:\n{result.output}")
+        copy_python_tree(tree)
+        install_extension(build.extension, tree)
+        extension = describe_extension(tree)
+        command = [sys.executable, "-m", "pytest", *SMOKE_PYTEST_ARGS]
+        ran = run_process(command, tree, SMOKE_PYTEST_TIMEOUT_S, tree_environment(tree))
+    return SmokeResult(mutant, extension, result.seconds, judge_pytest(ran))
+
+
+# --- restoring the pinned build -----------------------------------------------
+
+
+def ensure_pinned_install(force: bool) -> None:
+    """Leave the editable install on the crates.io crate.
+
+    Mutant builds never touch it, so this normally only checks; it reinstalls
+    (`pip install -e .`) when forced or when something left a path build there.
+    """
+    if not force:
+        with contextlib.suppress(Exception):
+            if describe_extension()["source"] == "registry":
+                return
+    console.print("reinstalling the pinned crate: pip install -e .")
+    reinstall_pinned()
+
+
+@contextlib.contextmanager
+def _work_lock(folder: Path) -> Iterator[None]:
+    """One run per work folder: runs share the crate copy and target dirs."""
+    lock_path = folder / ".lock"
+    lock_path.parent.mkdir(parents=True, exist_ok=True)
+    with lock_path.open("w") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as error:
+            raise MutantsError(f"another run holds {lock_path}") from error
+        yield
+
+
+# --- command line -------------------------------------------------------------
+
+
+def _shard(text: str) -> tuple[int, int]:
+    match = re.fullmatch(r"(\d+)/(\d+)", text)
+    if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
+        raise argparse.ArgumentTypeError("expected K/N with 1 <= K <= N")
+    return int(match.group(1)), int(match.group(2))
+
+
+def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
+    """The run's configuration from the command line."""
+    parser = argparse.ArgumentParser(
+        prog="python -m ci.mutants",
+        description="Mutation benchmark of the suite against dynamo-kv-router.",
+    )
+    parser.add_argument("--list", action="store_true", help="print the plan and diffs")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="only check that the query_target expiry mutant is caught",
+    )
+    parser.add_argument(
+        "--sample", type=int, default=None, help="test N viable mutants (seeded order)"
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--shard", type=_shard, default=(1, 1), help="K/N, 1-based")
+    parser.add_argument("--ids", default="", help="comma-separated mutant ids only")
+    parser.add_argument(
+        "--pytest-options",
+        default=shlex.join(PYTEST_OPTIONS_DEFAULT),
+        help="our suite's pytest options (profile, -x, ...)",
+    )
+    parser.add_argument(
+        "--pytest-paths",
+        default="",
+        help="test paths or globs for every mutant (default: per mutated file)",
+    )
+    parser.add_argument(
+        "--pytest-timeout",
+        type=float,
+        default=None,
+        help="seconds per mutant for our suite (default: 2 x baseline + 30)",
+    )
+    parser.add_argument("--crate-timeout", type=float, default=CRATE_TIMEOUT_S_DEFAULT)
+    parser.add_argument("--work-dir", type=Path, default=default_work_dir())
+    parser.add_argument(
+        "--out", type=Path, default=REPO / "ci" / "artifacts" / "mutants"
+    )
+    parser.add_argument(
+        "--restore-pinned",
+        action="store_true",
+        help="always finish with pip install -e . (default: only if needed)",
+    )
+    args = parser.parse_args(argv)
+    if args.sample is not None and args.sample < 1:
+        parser.error("--sample must be positive")
+    config = Config(
+        pytest_options=tuple(shlex.split(args.pytest_options)),
+        pytest_paths=tuple(shlex.split(args.pytest_paths)),
+        pytest_timeout_s=args.pytest_timeout,
+        crate_timeout_s=args.crate_timeout,
+        sample=args.sample,
+        seed=args.seed,
+        shard=args.shard,
+        ids=tuple(i for i in args.ids.split(",") if i),
+        work_dir=args.work_dir.resolve(),
+        out_root=args.out.resolve(),
+    )
+    return config, args
+
+
+def list_plan(config: Config) -> None:
+    """Print the planned mutants with ids and diffs."""
+    source = pinned_source()
+    order = plan(generate(source), config)
+    pristine = {
+        relative: (source / relative).read_text(encoding="utf-8")
+        for relative in TARGET_FILES
+    }
+    if config.sample is not None:
+        print(f"# seed {config.seed}: the first {config.sample} viable ones run")
+    for mutant in order:
+        print(f"{mutant.id}  {mutant.describe()}")
+        print(mutant.diff(pristine[mutant.file]))
+
+
+def _main_smoke(work_dir: Path) -> int:
+    tree = work_dir / "smoke" / "pytree"
+    try:
+        result = smoke(work_dir, tree)
+    except MutantsError as error:
+        console.print(f"[red]cannot run the smoke check:[/red] {error}")
+        return 1
+    verdict = result.verdict
+    console.print(
+        f"{result.mutant.id} {result.mutant.describe()} built in "
+        f"{result.build_seconds:.0f} s against {result.extension['source']}: "
+        f"ours {verdict.outcome} in {verdict.seconds:.0f} s "
+        f"{verdict.test_id} {verdict.check}"
+    )
+    return 0 if verdict.outcome == "caught" else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit code (0 ran, 1 failed to run)."""
+    config, args = parse_args(argv)
+    if args.list:
+        list_plan(config)
+        return 0
+    if args.smoke:
+        return _main_smoke(config.work_dir)
+    try:
+        with _work_lock(config.work_dir / "mutants"):
+            run = execute(config)
+        print_summary(run)
+    except MutantsError as error:
+        console.print(f"[red]cannot run the benchmark:[/red] {error}")
+        return 1
+    except KeyboardInterrupt:
+        console.print("[red]interrupted[/red]; the partial report is in the run folder")
+        return 130
+    finally:
+        ensure_pinned_install(force=args.restore_pinned)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Traces and what is done with them: replay, minimize, artifacts, the corpus."""

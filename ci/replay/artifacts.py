@@ -1,0 +1,429 @@
+"""Counterexample artifacts: one folder per failure, and a line to paste.
+
+When a test fails after a machine's final replay was tracked (`stateful.capture`),
+this pytest plugin (loaded with `-p ci.replay.artifacts`) writes
+
+    <root>/<test>/<utc-stamp>/
+        trace.json      the failing program, replayable without Hypothesis
+        minimal.json    the same failure with steps deleted (`ci/replay/minimize.py`)
+        program.py      the program Hypothesis printed (`state = AffinityMachine()` ...)
+        failure.txt     the whole failure: message, notes, traceback, captured output
+        meta.json       test, machine, system under test, failing check, profile
+                        and its settings, git commit, Hypothesis, crate and Python
+                        versions, the `@reproduce_failure` blob and the seed if any
+    <root>/<test>/latest -> <utc-stamp>
+
+and ends the pytest log with `python -m ci.replay <root>/<test>/<stamp>`. The root
+is `ci/artifacts/` unless `VERIFY_ARTIFACTS_DIR` names another (the gate sets
+it). The stamp is the only wall-clock read in the suite, made here and nowhere
+else; tests pass their own stamp or do not depend on its value.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+import subprocess
+import traceback
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final
+
+import hypothesis
+import pytest
+from hypothesis import settings
+
+from stateful import capture as failures
+
+if TYPE_CHECKING:
+    from collections.abc import Generator
+
+    from ci.replay.affinity import AffinityTrace
+    from stateful.capture import FinalRun
+    from stateful.harness import SutFactory
+
+ARTIFACTS_ENV: Final[str] = "VERIFY_ARTIFACTS_DIR"
+REPO_ROOT: Final[Path] = Path(__file__).resolve().parents[2]
+DEFAULT_ROOT: Final[Path] = REPO_ROOT / "ci" / "artifacts"
+LATEST: Final[str] = "latest"
+STAMP_ATTEMPTS_MAX: Final[int] = 100
+GIT_TIMEOUT_S: Final[int] = 10
+REPLAY_PROPERTY: Final[str] = "replay"
+MINIMAL_FILE: Final[str] = "minimal.json"
+MINIMIZE_STEPS_MAX: Final[int] = 2_000
+"""Longer failing programs are not minimized when the artifact is written."""
+MINIMIZE_REPLAYS_MAX: Final[int] = 500
+"""The writer's minimization budget; `python -m ci.replay.minimize` allows more."""
+
+_BLOB = re.compile(r"@reproduce_failure\('(?P<version>[^']+)', b'(?P<blob>[^']*)'\)")
+_SEED = re.compile(r"@seed\((?P<seed>\d+)\)|--hypothesis-seed=(?P<flag>\d+)")
+_NAME_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """What Hypothesis printed to rerun the failure itself."""
+
+    decorator: str | None
+    hypothesis_version: str | None
+    blob: str | None
+    seed: int | None
+
+
+def artifacts_root() -> Path:
+    """Where artifacts go: `VERIFY_ARTIFACTS_DIR`, else `ci/artifacts/`."""
+    configured = os.environ.get(ARTIFACTS_ENV)
+    return Path(configured) if configured else DEFAULT_ROOT
+
+
+def folder_name_for(nodeid: str) -> str:
+    """A file-system-safe folder name for a test (its name with parameters)."""
+    name = nodeid.rsplit("::", 1)[-1]
+    return _NAME_UNSAFE.sub("-", name).strip("-") or "test"
+
+
+def utc_stamp() -> str:
+    """Now, in UTC, to the microsecond: the suite's one wall-clock read."""
+    return datetime.now(UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+def reproductions(text: str) -> list[Reproduction]:
+    """Each `@reproduce_failure(...)` in the failure output, with any seed."""
+    seed_match = _SEED.search(text)
+    seed = None
+    if seed_match is not None:
+        seed = int(seed_match.group("seed") or seed_match.group("flag"))
+    found = [
+        Reproduction(
+            decorator=match.group(0),
+            hypothesis_version=match.group("version"),
+            blob=match.group("blob"),
+            seed=seed,
+        )
+        for match in _BLOB.finditer(text)
+    ]
+    return found or [Reproduction(None, None, None, seed)]
+
+
+def program_lines(notes: Sequence[str]) -> list[str]:
+    """The program Hypothesis printed, from an exception's notes.
+
+    Program lines start with `state`; Hypothesis' `Draw n (label): value`
+    lines become comments; the machine's own notes (`step n: ...`) are
+    dropped, since trace.json holds each step with its outcome.
+    """
+    lines = []
+    for note in notes:
+        if note.startswith("state"):
+            lines.append(note)
+        elif note.startswith("Draw "):
+            lines.append(f"# {note}")
+    return lines
+
+
+def exception_notes(error: BaseException) -> list[list[str]]:
+    """The notes of each failure (one list per member of an exception group)."""
+    if isinstance(error, BaseExceptionGroup):
+        return [
+            notes for member in error.exceptions for notes in exception_notes(member)
+        ]
+    return [list(getattr(error, "__notes__", []))]
+
+
+def git_state() -> tuple[str, bool | None]:
+    """The checked-out commit and whether the tree differs from it."""
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"],  # noqa: S607 - git from PATH, as a developer runs it
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=GIT_TIMEOUT_S,
+        ).stdout.strip()
+        status = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],  # noqa: S607 - idem
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=GIT_TIMEOUT_S,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return _copied_git_state()
+    return commit, bool(status.strip())
+
+
+COPIED_FROM = ".verify-copied-from.json"
+"""Written by `ci.build_local` into a tree copy: the checkout's git state."""
+
+
+def _copied_git_state() -> tuple[str, bool | None]:
+    """A tree copy has no .git: the state of the checkout it was copied from."""
+    try:
+        copied = json.loads((REPO_ROOT / COPIED_FROM).read_text(encoding="utf-8"))
+        return str(copied["git_commit"]), copied["git_dirty"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "unknown", None
+
+
+def profile_name(profile: str | None) -> str:
+    """The Hypothesis profile in force: pytest's option, else the loaded one."""
+    return profile or settings.get_current_profile_name()
+
+
+def crate_versions() -> dict[str, Any]:
+    """The crate's version and source, if the binding is built."""
+    try:
+        from impl import adapter  # noqa: PLC0415 - the binding may not be built
+    except ImportError:
+        return {"crate_version": "unknown", "crate_source": "unknown"}
+    return {
+        "crate_version": adapter.CRATE_VERSION,
+        "crate_source": adapter.CRATE_SOURCE,
+    }
+
+
+TARGET_TREE_ENV = "VERIFY_TARGET_TREE"
+"""Set by `ci.gate --source`: the Python tree whose extension the run used."""
+
+
+def replay_command(folder: Path) -> str:
+    """`python -m ci.replay <folder>`, relative to the working directory if inside."""
+    tree = os.environ.get(TARGET_TREE_ENV)
+    if tree:  # a gate run against a local source tree: replay with its build
+        return f"cd {tree} && python -m ci.replay {folder.resolve()}"
+    try:
+        shown = folder.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        shown = folder
+    return f"python -m ci.replay {shown}"
+
+
+def _new_folder(test_dir: Path, stamp: str) -> Path:
+    """A fresh `<stamp>` folder (suffixed if a failure already took that stamp)."""
+    for attempt in range(STAMP_ATTEMPTS_MAX):
+        name = stamp if attempt == 0 else f"{stamp}-{attempt}"
+        folder = test_dir / name
+        try:
+            folder.mkdir(parents=True)
+        except FileExistsError:
+            continue
+        return folder
+    raise RuntimeError(f"{STAMP_ATTEMPTS_MAX} artifact folders named {stamp} exist")
+
+
+def _point_latest(test_dir: Path, folder: Path) -> None:
+    """Atomically repoint `<test>/latest` at `folder` (a relative symlink)."""
+    staging = test_dir / f".{LATEST}.{os.getpid()}"
+    staging.unlink(missing_ok=True)
+    staging.symlink_to(folder.name, target_is_directory=True)
+    staging.replace(test_dir / LATEST)
+
+
+def _write_minimal(
+    trace: AffinityTrace, factory: SutFactory, folder: Path
+) -> int | None:
+    """Write `minimal.json` (steps deleted while it still fails); its length."""
+    from ci.replay.envelope import save  # noqa: PLC0415 - idem
+    from ci.replay.minimize import MinimizeError, minimize  # noqa: PLC0415 - on failure only
+
+    if len(trace.steps) > MINIMIZE_STEPS_MAX:
+        return None
+    try:
+        minimal, _ = minimize(trace, factory, MINIMIZE_REPLAYS_MAX)
+    except MinimizeError:  # no replayable failure, or the budget ran out
+        return None
+    save(minimal, folder / MINIMAL_FILE)
+    return len(minimal.steps)
+
+
+def write_artifact(
+    run: FinalRun,
+    test: str,
+    failure_text: str,
+    notes: Sequence[str],
+    *,
+    root: Path | None = None,
+    stamp: str | None = None,
+    profile: str | None = None,
+    raised: str = "",
+) -> Path:
+    """Write one failure's folder and repoint `latest`; return the folder.
+
+    `raised` is the exception's one-line summary, named as the failing check
+    when the machine failed outside `_run` (an invariant method, say).
+    """
+    from ci.replay.affinity import record  # noqa: PLC0415 - idem
+    from ci.replay.envelope import save  # noqa: PLC0415 - model imports only when writing
+
+    test_dir = (root or artifacts_root()) / folder_name_for(test)
+    folder = _new_folder(test_dir, stamp or utc_stamp())
+    failed = run.failed
+    where = "" if failed is None else f" at step {failed.step} ({failed.check})"
+    description = f"Counterexample from {test} against {run.sut}{where}."
+    if failed is not None:
+        description += f" {failed.difference}"
+    harness = run.harness
+    trace = record(harness.config, harness.session_pool, harness.ops, description)
+    save(trace, folder)
+    minimal_steps = _write_minimal(trace, harness.factory, folder)
+
+    reproduction = reproductions(failure_text)[0]
+    program = program_lines(notes)
+    header = [
+        f"# The program Hypothesis printed for {test}.",
+        "# Replay it without Hypothesis: " + replay_command(folder),
+    ]
+    if minimal_steps is not None:
+        header.append(
+            f"# A {minimal_steps}-step version: "
+            + replay_command(folder / MINIMAL_FILE)
+        )
+    if reproduction.decorator is not None:
+        header.append(
+            f"# Rerun it under Hypothesis {reproduction.hypothesis_version}: "
+            f"decorate the test with {reproduction.decorator}"
+        )
+    (folder / "program.py").write_text("\n".join([*header, "", *program]) + "\n")
+    (folder / "failure.txt").write_text(failure_text)
+
+    commit, dirty = git_state()
+    meta = {
+        "test": test,
+        "machine": run.machine,
+        "sut": run.sut,
+        "stamp": folder.name,
+        "replay": replay_command(folder),
+        "shrunk_steps": len(trace.steps),
+        "minimal_steps": minimal_steps,
+        "failing_check": {"check": "raised", "difference": raised}
+        if failed is None
+        else {
+            "rule": failed.rule,
+            "step": failed.step,
+            "operation": repr(failed.op),
+            "check": failed.check,
+            "difference": failed.difference,
+            "violated": list(failed.violated),
+        },
+        "profile": {"name": profile_name(profile)} | run.settings,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "hypothesis_version": hypothesis.__version__,
+        "python_version": platform.python_version(),
+        "reproduce_failure": reproduction.decorator,
+        "blob": reproduction.blob,
+        "seed": reproduction.seed,
+    } | crate_versions()
+    (folder / "meta.json").write_text(
+        json.dumps(meta, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    )
+    _point_latest(test_dir, folder)
+    return folder
+
+
+def write_artifacts(
+    runs: Sequence[FinalRun],
+    test: str,
+    error: BaseException,
+    captured: str = "",
+    *,
+    root: Path | None = None,
+    stamp: str | None = None,
+    profile: str | None = None,
+) -> list[Path]:
+    """One folder per tracked final replay of a failed test."""
+    formatted = "".join(traceback.format_exception(error))
+    text = formatted + (f"\n---- captured output ----\n{captured}" if captured else "")
+    notes = exception_notes(error)
+    decorators = reproductions(text)
+    members = (
+        list(error.exceptions) if isinstance(error, BaseExceptionGroup) else [error]
+    )
+    folders = []
+    for index, run in enumerate(runs):
+        own_error = members[index] if len(members) == len(runs) else error
+        raised = traceback.format_exception_only(own_error)[0].strip()
+        # Hypothesis reports distinct failures in the order it replayed them.
+        own_notes = notes[index] if len(notes) == len(runs) else notes[-1]
+        own_text = text
+        if len(decorators) == len(runs) and decorators[index].decorator is not None:
+            own_text = f"{text}\n{decorators[index].decorator}\n"
+        folders.append(
+            write_artifact(
+                run,
+                test,
+                own_text,
+                own_notes,
+                root=root,
+                stamp=stamp,
+                profile=profile,
+                raised=raised,
+            )
+        )
+    return folders
+
+
+# ---- the pytest plugin -------------------------------------------------------
+
+_replay_lines: list[str] = []
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:  # noqa: ARG001 - hook signature
+    """Each test starts with no remembered final replay."""
+    failures.reset()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """After a failed test that tracked a final replay, write its artifacts."""
+    report = yield
+    runs = failures.final_runs()
+    if call.when != "call" or call.excinfo is None or not report.failed or not runs:
+        return report
+    failures.reset()
+    profile = item.config.getoption("hypothesis_profile", default=None)
+    folders = write_artifacts(
+        runs,
+        item.nodeid,
+        call.excinfo.value,
+        report.capstdout,
+        profile=profile if isinstance(profile, str) else None,
+    )
+    commands = [replay_command(folder) for folder in folders]
+    for command in commands:
+        report.user_properties.append((REPLAY_PROPERTY, command))
+    report.sections.append(("counterexample artifacts", "\n".join(commands)))
+    return report
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Collect replay commands (also from xdist workers' reports)."""
+    _replay_lines.extend(
+        str(value) for name, value in report.user_properties if name == REPLAY_PROPERTY
+    )
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """End the log with one pasteable replay line per counterexample.
+
+    `pytest_unconfigure` runs after the session's final summary line, so these
+    really are the last lines a developer sees.
+    """
+    if not _replay_lines:
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    lines = sorted(set(_replay_lines))
+    _replay_lines.clear()
+    if reporter is None:
+        return
+    reporter.write_sep("=", "replay the counterexamples")
+    for line in lines:
+        reporter.write_line(line)

@@ -1,0 +1,1 @@
+"""The reference model of `SessionAffinity`: types, operations, the table."""

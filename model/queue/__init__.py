@@ -1,0 +1,1 @@
+"""The reference model of `PolicyQueue`: types, operations, the queue."""

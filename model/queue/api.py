@@ -1,0 +1,102 @@
+"""The policy-queue interface both systems under test implement.
+
+`model.policy_queue.ModelPolicyQueue` (the reference) and
+`impl.adapter.NativePolicyQueue` (the crate) satisfy `PolicyQueueApi`
+structurally; mypy proves it. Machines and tests talk only to this Protocol.
+
+Misuse that the crate would panic on (a class index out of range, a value
+outside the crate's integer types, any call after `drain`) raises
+`model.errors.QueueUsageError` on both sides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from model.queue.types import (
+        ClassConfig,
+        ClassStats,
+        Dispatch,
+        QueuedItem,
+        Rejection,
+        Worker,
+    )
+
+
+class PolicyQueueApi(Protocol):
+    """`PolicyQueue<T>` as seen from Python, with integer payloads."""
+
+    def class_count(self) -> int:
+        """`class_count()`: classes of the profile."""
+        ...
+
+    def class_config(self, class_index: int) -> ClassConfig:
+        """`class_config(i)`: the class's queue-relevant configuration."""
+        ...
+
+    def enqueue(
+        self,
+        class_index: int,
+        *,
+        worker_count: int,
+        raw_isl_tokens: int,
+        cached_tokens: int,
+        arrival_offset_secs: float,
+        priority_jump: float,
+        strict_priority: int,
+        placement: Worker | None,
+        payload: int,
+    ) -> Rejection | None:
+        """`enqueue(...)`: None when queued, the rejection otherwise."""
+        ...
+
+    def pop_next(self, dispatch: Dispatch) -> QueuedItem | None:
+        """`pop_next(pred)`: the next entry DRR serves, or None."""
+        ...
+
+    def retain(self, drop: frozenset[int]) -> None:
+        """`retain(keep)` with `keep = payload not in drop`."""
+        ...
+
+    def pending_count(self) -> int:
+        """`pending_count()`: queued entries in every class."""
+        ...
+
+    def class_stats(self, class_index: int) -> ClassStats:
+        """`class_stats(i)`: the class's counters."""
+        ...
+
+    def has_backlog(self, class_index: int) -> bool:
+        """`has_backlog(i)`: whether the class holds a queued entry."""
+        ...
+
+    def entries(self) -> list[QueuedItem]:
+        """`entries()`, sorted by `QueuedItem.sort_key`."""
+        ...
+
+    def drain(self) -> list[QueuedItem]:
+        """`drain()`, sorted by `QueuedItem.sort_key`; the queue is consumed."""
+        ...
+
+
+@dataclass(frozen=True)
+class QueueObservation:
+    """Everything a caller can read from a queue without changing it."""
+
+    pending_count: int
+    class_stats: tuple[ClassStats, ...]
+    backlog: tuple[bool, ...]
+    entries: tuple[QueuedItem, ...]
+
+
+def observe(queue: PolicyQueueApi) -> QueueObservation:
+    """Read every observer of `queue`, for every class in index order."""
+    class_indices = range(queue.class_count())
+    return QueueObservation(
+        pending_count=queue.pending_count(),
+        class_stats=tuple(queue.class_stats(index) for index in class_indices),
+        backlog=tuple(queue.has_backlog(index) for index in class_indices),
+        entries=tuple(queue.entries()),
+    )

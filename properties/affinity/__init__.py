@@ -1,0 +1,1 @@
+"""Affinity properties: TTL, leases, conservation, replication, coverage goals."""

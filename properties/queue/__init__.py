@@ -1,0 +1,1 @@
+"""Policy-queue properties: ordering, conservation, limits, coverage goals."""

@@ -1,0 +1,142 @@
+"""Remember the final, shrunk failing program of a differential machine.
+
+Hypothesis replays the minimal failing example once more at the end, with
+`current_build_context().is_final` set. During that replay only, the machine
+hands its harness to `track` (from `build`) and the first failing step to
+`capture` (from `_run`). The artifact writer (`ci/replay/artifacts.py`) and the
+shrinking tests read the result with `final_runs()`; everything else pays one
+attribute lookup per program.
+
+Only this module and the artifact writer know about Hypothesis' final replay;
+traces themselves never do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Final
+
+from hypothesis import settings
+from hypothesis.control import current_build_context
+from hypothesis.errors import InvalidArgument
+
+if TYPE_CHECKING:
+    from model.affinity.ops import Op
+    from stateful.harness import AffinityHarness, StepReport
+
+FINAL_RUNS_MAX: Final[int] = 64
+"""Distinct failures remembered per test (Hypothesis reports each one)."""
+
+
+@dataclass(frozen=True)
+class FailedCheck:
+    """The first check that failed in the final replay."""
+
+    rule: str
+    step: int
+    op: Op
+    check: str  # outcomes_agree, states_agree or invariants
+    difference: str
+    violated: tuple[str, ...]
+
+
+@dataclass
+class FinalRun:
+    """One final replay of a failing example: its program and what failed."""
+
+    machine: str
+    sut: str
+    harness: AffinityHarness
+    settings: dict[str, Any]
+    failed: FailedCheck | None = field(default=None)
+
+
+_final_runs: list[FinalRun] = []
+
+
+def in_final_run() -> bool:
+    """Hypothesis is replaying the minimal failing example for the last time."""
+    try:
+        return current_build_context().is_final
+    except InvalidArgument:  # no build context: not under Hypothesis at all
+        return False
+
+
+def sut_label(factory: object) -> str:
+    """A readable name for a system-under-test factory (a canary by its name)."""
+    from ci.canaries.affinity import CANARIES  # noqa: PLC0415 - only on failure
+
+    for name, canary in sorted(CANARIES.items()):
+        if canary is factory:
+            return f"canary:{name}"
+    module = getattr(factory, "__module__", "?")
+    qualname = getattr(factory, "__qualname__", repr(factory))
+    return f"{module}.{qualname}"
+
+
+def effective_settings() -> dict[str, Any]:
+    """The settings the running test uses (inside a test, `settings.default`)."""
+    current = settings.default
+    assert current is not None
+    database = current.database
+    return {
+        "max_examples": current.max_examples,
+        "stateful_step_count": current.stateful_step_count,
+        "derandomize": current.derandomize,
+        "database": None if database is None else type(database).__name__,
+        "print_blob": current.print_blob,
+        "report_multiple_bugs": current.report_multiple_bugs,
+        "phases": [phase.name for phase in current.phases],
+    }
+
+
+def track(machine: object, harness: AffinityHarness) -> None:
+    """Remember `harness` if this is a final replay (called from `build`)."""
+    if not in_final_run():
+        return
+    if len(_final_runs) >= FINAL_RUNS_MAX:
+        raise RuntimeError(f"more than {FINAL_RUNS_MAX} final replays in one test")
+    _final_runs.append(
+        FinalRun(
+            machine=type(machine).__name__,
+            sut=sut_label(harness.factory),
+            harness=harness,
+            settings=effective_settings(),
+        )
+    )
+
+
+def check_name(report: StepReport) -> str:
+    """Which of the step's checks failed first (the order `_run` asserts them)."""
+    if not report.outcomes_agree:
+        return "outcomes_agree"
+    if not report.states_agree:
+        return "states_agree"
+    return "invariants"
+
+
+def capture(rule: str, report: StepReport) -> None:
+    """Remember the first failing step of the final replay (called from `_run`)."""
+    if not _final_runs or not in_final_run():
+        return
+    run = _final_runs[-1]
+    if run.failed is not None:
+        return
+    run.failed = FailedCheck(
+        rule=rule,
+        step=report.index,
+        op=report.op,
+        check=check_name(report),
+        difference=report.first_difference(),
+        violated=report.violations,
+    )
+
+
+def final_runs() -> tuple[FinalRun, ...]:
+    """The final replays seen since the last `reset`, in order."""
+    return tuple(_final_runs)
+
+
+def reset() -> None:
+    """Forget every final replay (before each test)."""
+    _final_runs.clear()
