@@ -25,26 +25,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
-from model.queue.types import (
-    ClassConfig,
-    Dispatch,
-    Drain,
-    Enqueue,
-    PopNext,
-    QueueOp,
-    Retain,
-)
-from stateful.queue_machine import (
-    ARRIVALS_S,
-    JUMPS,
-    QUANTA,
-    STRICT,
-    WORKERS,
-    ProfileSpec,
-    apply,
-    attempt,
-    profile_yaml,
-)
+from model.queue.ops import Drain, Enqueue, PopNext, QueueOp, Retain, outcome_of
+from model.queue.types import ClassConfig, Dispatch
+from stateful.queue_machine import ARRIVALS_S, JUMPS, QUANTA, STRICT, WORKERS
+from stateful.queue_subject import ProfileSpec, profile_yaml
 
 PROGRAMS_DEFAULT: Final[int] = 2_000
 STEPS_PER_PROGRAM: Final[int] = 60
@@ -123,14 +107,14 @@ def programs(count: int) -> list[tuple[ProfileSpec, list[QueueOp]]]:
 
 def run(count: int) -> list[list[str]]:
     """Every step's result (repr) of every program, on the installed extension."""
-    from stateful.queue_machine import native_factory  # noqa: PLC0415 - native
+    from stateful.queue_subject import native_factory  # noqa: PLC0415 - native
 
     results = []
     for spec, ops in programs(count):
         queue = native_factory(spec)
         steps = []
         for op in ops:
-            steps.append(repr(attempt(lambda q=queue, o=op: apply(q, o))))
+            steps.append(repr(outcome_of(queue, op)))
             if isinstance(op, Drain):
                 break
         results.append(steps)

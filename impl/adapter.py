@@ -267,8 +267,8 @@ class NativeAffinity:
             self._table.expire_for_test(session_id)
 
     def live_handles(self) -> list[tuple[int, str]]:
-        """The binding's live handles and their kinds, by number."""
-        return self._table.live_handles()
+        """Live handles by number: `init`, `bound`, `lease` or `waiter`."""
+        return sorted(self._table.live_handles())
 
 
 def subagent_group_affinity_id(parent_session_id: str) -> str:
@@ -325,6 +325,7 @@ def crate_default_config(ttl_ns: int) -> AffinityConfig:
 
 from model.errors import PolicyConfigError, QueueUsageError  # noqa: E402
 from model.queue.api import PolicyQueueApi  # noqa: E402
+from model.queue.ops import Enqueue  # noqa: E402
 from model.queue.types import (  # noqa: E402
     ClassConfig,
     ClassStats,
@@ -457,34 +458,23 @@ class NativePolicyQueue:
             cached_token_queue_limit_per_worker=_limit(cached),
         )
 
-    def enqueue(
-        self,
-        class_index: int,
-        *,
-        worker_count: int,
-        raw_isl_tokens: int,
-        cached_tokens: int,
-        arrival_offset_secs: float,
-        priority_jump: float,
-        strict_priority: int,
-        placement: Worker | None,
-        payload: int,
-    ) -> Rejection | None:
+    def enqueue(self, op: Enqueue) -> Rejection | None:
         """`PolicyQueue::enqueue` with `QueueSnapshot::new(raw, cached)`."""
+        placement = op.placement
         raw_placement = (
             None if placement is None else (placement.worker_id, placement.dp_rank)
         )
         with _queue_errors():
             rejected = self._table.enqueue(
-                class_index,
-                worker_count,
-                raw_isl_tokens,
-                cached_tokens,
-                arrival_offset_secs,
-                priority_jump,
-                strict_priority,
+                op.class_index,
+                op.worker_count,
+                op.raw_isl_tokens,
+                op.cached_tokens,
+                op.arrival_offset_secs,
+                op.priority_jump,
+                op.strict_priority,
                 raw_placement,
-                payload,
+                op.payload,
             )
         if rejected is None:
             return None

@@ -8,8 +8,10 @@ component it speaks about), its kind and what it is evaluated on:
   that a run which never reaches it fails as vacuous.
 
 `over="state"` predicates take one state snapshot; `over="step"` predicates take
-a `Step` (state before, operation, outcome, state after). Registration rejects a
-duplicate name and a missing docstring at import time.
+a `Step` (state before, operation, outcome, state after); `over="refusal"`
+predicates take the `Step` of a call the subject refused (its outcome is the
+error kind), for subjects whose step properties speak of accepted calls only.
+Registration rejects a duplicate name and a missing docstring at import time.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
 Kind = Literal["always", "sometimes"]
-Over = Literal["state", "step"]
+Over = Literal["state", "step", "refusal"]
 Subject = Literal["affinity", "queue"]
 
 _F = TypeVar("_F", bound=Callable[..., bool])

@@ -10,12 +10,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import ClassVar
 
-from hypothesis import event, note
+from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import (
-    RuleBasedStateMachine,
     initialize,
-    invariant,
     precondition,
     rule,
 )
@@ -61,8 +59,8 @@ from model.affinity.types import (
     Wait,
 )
 from properties.affinity.coverage import next_cleanup_ns
-from stateful import capture as failures
-from stateful.harness import AffinityHarness, StepReport, SutFactory, default_factory
+from stateful.affinity_subject import AffinityHarness, SutFactory
+from stateful.machine import DifferentialMachine
 
 SESSION_POOL = ("a", "b", "c", "ßß", "ßßß", "x" * 300)
 """Ids by UTF-8 size: 1, 1, 1, 4 (2 chars), 6 (3 chars) and 300 bytes."""
@@ -107,38 +105,10 @@ def _next_tick_ns(state: AffinityState) -> int:
     return (state.now_ns // period_ns + 1) * period_ns
 
 
-class AffinityMachine(RuleBasedStateMachine):
+class AffinityMachine(DifferentialMachine):
     """Model vs system under test, step by step."""
 
     factory: ClassVar[SutFactory | None] = None
-    goals_reached: ClassVar[set[str]] = set()
-    goal_counts: ClassVar[dict[str, int]] = {}
-    steps_run: ClassVar[int] = 0
-    rules_run: ClassVar[set[str]] = set()
-
-    def __init__(self) -> None:
-        """Nothing exists until `build` draws a configuration."""
-        super().__init__()
-        self.harness: AffinityHarness | None = None
-
-    # ---- the shared step ---------------------------------------------------
-
-    def _run(self, rule_name: str, op: Op) -> StepReport:
-        harness = self._harness()
-        report = harness.step(op)
-        type(self).steps_run += 1
-        type(self).rules_run.add(rule_name)
-        for goal in report.reached:
-            type(self).goals_reached.add(goal)
-            type(self).goal_counts[goal] = type(self).goal_counts.get(goal, 0) + 1
-            event(f"reached {goal}")
-        note(f"step {report.index}: {op} -> {report.expected}")
-        if not report.ok:
-            failures.capture(rule_name, report)  # the artifact names this check
-        assert report.expected == report.actual, report.first_difference()
-        assert report.model_view == report.sut_view, report.first_difference()
-        assert not report.violations, report.first_difference()
-        return report
 
     def _harness(self) -> AffinityHarness:
         assert self.harness is not None
@@ -192,11 +162,7 @@ class AffinityMachine(RuleBasedStateMachine):
     @initialize(config=configs())
     def build(self, config: AffinityConfig) -> None:
         """Build the model and the system under test with the same configuration."""
-        factory = type(self).factory or default_factory()
-        self.harness = AffinityHarness(
-            config=config, session_pool=SESSION_POOL, factory=factory
-        )
-        failures.track(self, self.harness)  # the final replay becomes a trace
+        self._start(AffinityHarness(config, SESSION_POOL, type(self).factory))
         note(f"config: {config}")
 
     @rule(session_id=sessions, requested=pins)
@@ -586,12 +552,6 @@ class AffinityMachine(RuleBasedStateMachine):
     def drop_table(self) -> None:
         """Dropping the table leaves outstanding handles harmless, alike."""
         self._run("drop_table", DropTable())
-
-    @invariant()
-    def clocks_agree(self) -> None:
-        """Both clocks read the same time."""
-        if self.harness is not None:
-            assert self.harness.model.now_ns == self.harness.sut.now_ns
 
 
 # ---- the clock axis ----------------------------------------------------------

@@ -21,8 +21,7 @@ from hypothesis.control import current_build_context
 from hypothesis.errors import InvalidArgument
 
 if TYPE_CHECKING:
-    from model.affinity.ops import Op
-    from stateful.harness import AffinityHarness, StepReport
+    from stateful.harness import Harness, StepReport
 
 FINAL_RUNS_MAX: Final[int] = 64
 """Distinct failures remembered per test (Hypothesis reports each one)."""
@@ -34,8 +33,8 @@ class FailedCheck:
 
     rule: str
     step: int
-    op: Op
-    check: str  # outcomes_agree, states_agree or invariants
+    op: Any
+    check: str  # outcomes_agree, states_agree or a violated property's name
     difference: str
     violated: tuple[str, ...]
 
@@ -45,8 +44,7 @@ class FinalRun:
     """One final replay of a failing example: its program and what failed."""
 
     machine: str
-    sut: str
-    harness: AffinityHarness
+    harness: Harness[Any, Any]
     settings: dict[str, Any]
     failed: FailedCheck | None = field(default=None)
 
@@ -60,18 +58,6 @@ def in_final_run() -> bool:
         return current_build_context().is_final
     except InvalidArgument:  # no build context: not under Hypothesis at all
         return False
-
-
-def sut_label(factory: object) -> str:
-    """A readable name for a system-under-test factory (a canary by its name)."""
-    from ci.canaries.affinity import CANARIES  # noqa: PLC0415 - only on failure
-
-    for name, canary in sorted(CANARIES.items()):
-        if canary is factory:
-            return f"canary:{name}"
-    module = getattr(factory, "__module__", "?")
-    qualname = getattr(factory, "__qualname__", repr(factory))
-    return f"{module}.{qualname}"
 
 
 def effective_settings() -> dict[str, Any]:
@@ -90,7 +76,7 @@ def effective_settings() -> dict[str, Any]:
     }
 
 
-def track(machine: object, harness: AffinityHarness) -> None:
+def track(machine: object, harness: Harness[Any, Any]) -> None:
     """Remember `harness` if this is a final replay (called from `build`)."""
     if not in_final_run():
         return
@@ -99,23 +85,18 @@ def track(machine: object, harness: AffinityHarness) -> None:
     _final_runs.append(
         FinalRun(
             machine=type(machine).__name__,
-            sut=sut_label(harness.factory),
             harness=harness,
             settings=effective_settings(),
         )
     )
 
 
-def check_name(report: StepReport) -> str:
-    """Which of the step's checks failed first (the order `_run` asserts them)."""
-    if not report.outcomes_agree:
-        return "outcomes_agree"
-    if not report.states_agree:
-        return "states_agree"
-    return "invariants"
+def check_name(report: StepReport[Any]) -> str:
+    """The first failed check: a harness comparison or a registered property."""
+    return report.failed_checks()[0]
 
 
-def capture(rule: str, report: StepReport) -> None:
+def capture(rule: str, report: StepReport[Any]) -> None:
     """Remember the first failing step of the final replay (called from `_run`)."""
     if not _final_runs or not in_final_run():
         return

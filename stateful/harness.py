@@ -1,44 +1,37 @@
-"""One differential step: apply, compare, check every registered property.
+"""One differential step, for any subject: apply, compare, check every property.
 
-An operation goes to the model and to a system under test; the outcomes and
-the observable states are compared and every property is evaluated.
+A *subject* is a component under test -- the affinity table, the policy queue
+-- described once (`Subject`): how to build its reference model from a
+configuration, how an operation is applied and its outcome captured, what its
+observable state is, and how two observations differ. `Harness` drives one
+subject: an operation goes to the model and to a system under test, the
+outcomes and the observable states are compared, and every property the
+registry holds for the subject is evaluated.
 
-Machines, the corpus replay and the explorer's edge replay all go through
-`AffinityHarness.step`, so a counterexample found by any of them is judged by
-the same rules.
-
-`states_agree` obligations (after every step):
-
-1. Positive space: every session the model serves (query without a pin) is
-   served identically by the system under test, with the same lease count.
-2. Negative space: nothing the system under test serves or counts lacks a model
-   justification -- the same query and lease count for every session of the
-   pool, including those the model has no entry for, and the same entry count.
-3. Replication: the sink received exactly the publications the model predicts,
-   in order.
-4. Waiters: every live waiter reports the same completion.
+Machines, trace replay, minimization, the corpus and the explorer's edge
+replay all go through `Harness.step`, so a counterexample found by any of them
+is judged by the same rules; the trace kinds (`ci/replay/`), the artifact
+writer and the gate's statistics work over any subject. Adding a component is
+one subject module beside `affinity_subject.py` and `queue_subject.py`.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
-from model.affinity.api import AffinityApi
-from model.affinity.ops import Op, Outcome, outcome_of
-from model.affinity.table import ModelAffinity, WaiterHandle
-from model.affinity.types import AffinityConfig, Published, Target
-from model.errors import AffinityError, HandleError
 from properties import Step, reached, violated
+from properties.registry import Over
+from properties.registry import Subject as SubjectName
 
-_T = TypeVar("_T")
+C = TypeVar("C")  # a subject's configuration
+Op = TypeVar("Op")  # a subject's operation
 
 SUT_ENV = "VERIFY_SUT"
 SUT_NAMES = ("native", "model")
-
-SutFactory = Callable[[AffinityConfig], AffinityApi]
 
 
 def sut_name() -> str:
@@ -49,157 +42,147 @@ def sut_name() -> str:
     return name
 
 
-def default_factory() -> SutFactory:
-    """Build the selected system under test (imports the extension only if native)."""
-    if sut_name() == "model":
-        return ModelAffinity
-    from impl.adapter import NativeAffinity  # noqa: PLC0415 - only when selected
+class Subject(ABC, Generic[C, Op]):
+    """What the harness needs to know about one component under test."""
 
-    return NativeAffinity
+    name: ClassVar[SubjectName]
+    """The registry's and the trace envelope's name for the subject."""
 
+    @abstractmethod
+    def new_model(self, config: C) -> Any:
+        """A fresh reference model."""
 
-@dataclass(frozen=True)
-class SessionView:
-    """What one session looks like from outside."""
+    @abstractmethod
+    def native_factory(self) -> Callable[[C], Any]:
+        """The crate's adapter (imports the extension only when called)."""
 
-    session_id: str
-    served: Target | str | None  # a target, None, or the error kind
-    lease_count: int | str | None
+    def model_factory(self) -> Callable[[C], Any]:
+        """A second reference model: model-vs-model checks the harness itself."""
+        return self.new_model
 
+    def default_factory(self) -> Callable[[C], Any]:
+        """The system under test `VERIFY_SUT` selects."""
+        return self.model_factory() if sut_name() == "model" else self.native_factory()
 
-@dataclass(frozen=True)
-class Observation:
-    """Everything observable about a table after a step."""
+    @abstractmethod
+    def outcome(self, api: Any, op: Op) -> Any:
+        """Apply `op` to one side; its value or error kind, comparable by `==`."""
 
-    entry_count: int | str
-    sessions: tuple[SessionView, ...]
-    published: tuple[Published, ...]
-    waiters: tuple[tuple[int, bool | str], ...]
+    @abstractmethod
+    def snapshot(self, model: Any) -> Any:
+        """The model's state, as the step properties read it."""
 
+    @abstractmethod
+    def observe(self, api: Any, snapshot: Any) -> Any:
+        """Everything observable about one side after a step, comparable by `==`."""
 
-def _attempt(read: Callable[[], _T]) -> _T | str:
-    try:
-        return read()
-    except (AffinityError, HandleError) as error:
-        return error.kind
+    @abstractmethod
+    def difference(self, model_view: Any, sut_view: Any) -> str:
+        """The first way two unequal observations differ, in one line."""
 
+    def evaluations(
+        self, before: Any, op: Op, outcome: Any, after: Any, sut_view: Any
+    ) -> list[tuple[Over, Any]]:
+        """What the registry evaluates after a step, as (over, value) pairs."""
+        del sut_view
+        return [("state", after), ("step", Step(before, op, outcome, after))]
 
-def observe(
-    api: AffinityApi, session_ids: Sequence[str], waiters: Sequence[int]
-) -> Observation:
-    """Read everything observable, in sorted order."""
-    views = tuple(
-        SessionView(
-            session_id=session_id,
-            served=_attempt(lambda s=session_id: api.query_target(s, None)),
-            lease_count=_attempt(lambda s=session_id: api.lease_count(s)),
-        )
-        for session_id in sorted(session_ids)
-    )
-    return Observation(
-        entry_count=_attempt(api.entry_count),
-        sessions=views,
-        published=tuple(api.drain_published()),
-        waiters=tuple(
-            (waiter, _attempt(lambda w=waiter: api.waiter_done(w)))
-            for waiter in sorted(waiters)
-        ),
-    )
+    def rebuilds(self, op: Op) -> bool:
+        """Whether `op` builds both sides afresh instead of calling them."""
+        del op
+        return False
 
 
 @dataclass(frozen=True)
-class StepReport:
+class StepReport(Generic[Op]):
     """The verdict on one step."""
 
     index: int
     op: Op
-    expected: Outcome
-    actual: Outcome
-    model_view: Observation
-    sut_view: Observation
+    expected: Any
+    actual: Any
+    model_view: Any
+    sut_view: Any
     violations: tuple[str, ...]
     reached: tuple[str, ...]
+    difference_of: Callable[[Any, Any], str] = field(repr=False, compare=False)
 
     @property
     def outcomes_agree(self) -> bool:
         """Model and system under test returned the same value or error kind."""
-        return self.expected == self.actual
+        return bool(self.expected == self.actual)
 
     @property
     def states_agree(self) -> bool:
         """Model and system under test look the same from outside."""
-        return self.model_view == self.sut_view
+        return bool(self.model_view == self.sut_view)
 
     @property
     def ok(self) -> bool:
         """Agreement and no violated property."""
         return self.outcomes_agree and self.states_agree and not self.violations
 
+    def failed_checks(self) -> tuple[str, ...]:
+        """The names of the checks that failed, harness checks first."""
+        failed = []
+        if not self.outcomes_agree:
+            failed.append("outcomes_agree")
+        if not self.states_agree:
+            failed.append("states_agree")
+        return (*failed, *self.violations)
+
     def first_difference(self) -> str:
         """A one-line description of what went wrong, or '' if nothing did."""
         if not self.outcomes_agree:
             return f"outcome: model {self.expected} != sut {self.actual}"
-        if self.model_view != self.sut_view:
-            return _view_difference(self.model_view, self.sut_view)
+        if not self.states_agree:
+            return self.difference_of(self.model_view, self.sut_view)
         if self.violations:
             return "violated: " + ", ".join(self.violations)
         return ""
 
 
-def _view_difference(model: Observation, sut: Observation) -> str:
-    if model.entry_count != sut.entry_count:
-        return f"entry_count: model {model.entry_count} != sut {sut.entry_count}"
-    for expected, actual in zip(model.sessions, sut.sessions, strict=True):
-        if expected != actual:
-            return f"session {expected.session_id!r}: model {expected} != sut {actual}"
-    if model.published != sut.published:
-        return f"published: model {model.published} != sut {sut.published}"
-    return f"waiters: model {model.waiters} != sut {sut.waiters}"
-
-
 @dataclass
-class AffinityHarness:
-    """A model and a system under test driven in lockstep."""
+class Harness(Generic[C, Op]):
+    """A model and a system under test of one subject, driven in lockstep."""
 
-    config: AffinityConfig
-    session_pool: tuple[str, ...]
-    factory: SutFactory = field(default_factory=default_factory)
+    subject: Subject[C, Op]
+    config: C
+    factory: Callable[[C], Any] | None = None
     check_states: bool = True
 
     def __post_init__(self) -> None:
-        """Build both tables at clock time 0."""
-        self.model = ModelAffinity(self.config)
-        self.sut = self.factory(self.config)
+        """Build both sides from the configuration."""
+        if self.factory is None:
+            self.factory = self.subject.default_factory()
         self.steps = 0
-        self.ops: list[
-            Op
-        ] = []  # the program so far, for traces (ci/replay/envelope.py)
+        self.ops: list[Op] = []  # the program so far, for traces
+        self._build()
 
-    def step(self, op: Op) -> StepReport:
+    def _build(self) -> None:
+        assert self.factory is not None
+        self.model = self.subject.new_model(self.config)
+        self.sut = self.factory(self.config)
+
+    def step(self, op: Op) -> StepReport[Op]:
         """Apply `op` to both sides, compare, and check every property."""
         self.ops.append(op)  # first, so that a step that raises is recorded too
-        before = self.model.state()
-        expected = outcome_of(self.model, op)
-        actual = outcome_of(self.sut, op)
-        after = self.model.state()
-        transition = Step(before=before, op=op, outcome=expected, after=after)
-        violations = violated("affinity", "state", after) + violated(
-            "affinity", "step", transition
-        )
-        goals = reached("affinity", "state", after) + reached(
-            "affinity", "step", transition
-        )
-        waiters = sorted(
-            number
-            for number, handle in after.handles
-            if isinstance(handle, WaiterHandle)
-        )
-        model_view = observe(self.model, self.session_pool, waiters)
-        sut_view = (
-            observe(self.sut, self.session_pool, waiters)
-            if self.check_states
-            else model_view
-        )
+        subject = self.subject
+        before = subject.snapshot(self.model)
+        if subject.rebuilds(op):
+            self._build()
+            expected = actual = None
+        else:
+            expected = subject.outcome(self.model, op)
+            actual = subject.outcome(self.sut, op)
+        after = subject.snapshot(self.model)
+        model_view = subject.observe(self.model, after)
+        sut_view = subject.observe(self.sut, after) if self.check_states else model_view
+        violations: list[str] = []
+        goals: list[str] = []
+        for over, value in subject.evaluations(before, op, expected, after, sut_view):
+            violations += violated(subject.name, over, value)
+            goals += reached(subject.name, over, value)
         self.steps += 1
         return StepReport(
             index=self.steps,
@@ -210,4 +193,5 @@ class AffinityHarness:
             sut_view=sut_view,
             violations=tuple(violations),
             reached=tuple(goals),
+            difference_of=subject.difference,
         )

@@ -14,12 +14,8 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from properties.registry import properties
 from stateful.harness import sut_name
-from stateful.queue_machine import (
-    ProfileSpec,
-    QueueMachine,
-    model_factory,
-    native_factory,
-)
+from stateful.queue_machine import QueueMachine
+from stateful.queue_subject import ProfileSpec, model_factory, native_factory
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,12 +34,7 @@ def _run(factory: Callable[[ProfileSpec], PolicyQueueApi]) -> type[QueueMachine]
     machine = type(
         "QueueMachineRun",
         (QueueMachine,),
-        {
-            "factory": staticmethod(factory),
-            "goals_reached": set(),
-            "rules_run": set(),
-            "steps_run": 0,
-        },
+        {"factory": staticmethod(factory)},
     )
     run_state_machine_as_test(machine)
     print(f"steps: {machine.steps_run}")

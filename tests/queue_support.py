@@ -12,9 +12,10 @@ from collections.abc import Callable
 import pytest
 
 from model.queue.api import PolicyQueueApi
+from model.queue.ops import Enqueue
 from model.queue.table import ModelPolicyQueue
 from model.queue.types import ClassConfig, Dispatch, QueuedItem, Worker
-from stateful.queue_machine import profile_yaml
+from stateful.queue_subject import profile_yaml
 
 QueueMaker = Callable[[tuple[ClassConfig, ...]], PolicyQueueApi]
 
@@ -66,15 +67,17 @@ def put(
 ) -> object:
     """Enqueue with upstream's usual defaults; return the rejection or None."""
     return queue.enqueue(
-        class_index,
-        worker_count=worker_count,
-        raw_isl_tokens=raw,
-        cached_tokens=cached,
-        arrival_offset_secs=arrival,
-        priority_jump=jump,
-        strict_priority=strict,
-        placement=placement,
-        payload=payload,
+        Enqueue(
+            class_index=class_index,
+            worker_count=worker_count,
+            raw_isl_tokens=raw,
+            cached_tokens=cached,
+            arrival_offset_secs=arrival,
+            priority_jump=jump,
+            strict_priority=strict,
+            placement=placement,
+            payload=payload,
+        )
     )
 
 

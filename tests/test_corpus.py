@@ -13,7 +13,8 @@ from ci.replay.corpus import CorpusError, add, corpus_files, stale_files
 from ci.replay.corpus.__main__ import main as corpus_main
 from ci.replay.envelope import load
 from model.affinity.table import ModelAffinity
-from stateful.harness import default_factory, sut_name
+from stateful.affinity_subject import default_factory
+from stateful.harness import sut_name
 
 FILES = corpus_files()
 RUNTIME_FILES = [path for path in FILES if load(path).config.clock == "runtime"]

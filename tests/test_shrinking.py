@@ -44,7 +44,8 @@ from ci.replay.minimize import minimize
 from stateful import capture as failures
 from stateful import stats
 from stateful.affinity_machine import AffinityMachine
-from stateful.harness import default_factory, sut_name
+from stateful.affinity_subject import default_factory
+from stateful.harness import sut_name
 
 SHRUNK_STEPS_MAX: Final[dict[str, int]] = {
     "eager_reaper_model": 125,

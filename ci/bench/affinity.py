@@ -22,7 +22,7 @@ from model.affinity.table import ModelAffinity
 from stateful.affinity_machine import AffinityMachine
 
 if TYPE_CHECKING:
-    from stateful.harness import SutFactory
+    from stateful.affinity_subject import SutFactory
 
 
 def _rate(factory: SutFactory, examples: int) -> tuple[int, float]:

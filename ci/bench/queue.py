@@ -19,22 +19,23 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from model.queue.api import observe
+from model.queue.ops import Enqueue, PopNext, Retain
+from model.queue.ops import call as apply_op
 from model.queue.table import ModelPolicyQueue
-from model.queue.types import ClassConfig, Dispatch, Enqueue, PopNext, Retain, Worker
-from stateful.queue_machine import (
+from model.queue.types import ClassConfig, Dispatch, Worker
+from stateful.queue_machine import QueueMachine
+from stateful.queue_subject import (
     ProfileSpec,
-    QueueMachine,
     model_factory,
     native_factory,
     profile_yaml,
 )
-from stateful.queue_machine import apply as apply_op
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from model.queue.api import PolicyQueueApi
-    from model.queue.types import QueueOp
+    from model.queue.ops import QueueOp
 
 PROGRAM_STEPS = 5_000
 WORKERS = (Worker(1, 0), Worker(1, 1), Worker(2, 0))

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from model.queue.api import PolicyQueueApi
     from model.queue.types import Dispatch, QueuedItem
-    from stateful.queue_machine import ProfileSpec
+    from stateful.queue_subject import ProfileSpec
 
 
 class _PlainRotation(ModelPolicyQueue):

@@ -63,7 +63,8 @@ from model.affinity.ops import (
 from model.affinity.table import AffinityState, ModelAffinity
 from model.affinity.types import AffinityConfig
 from stateful.affinity_machine import SESSION_POOL, AffinityMachine
-from stateful.harness import AffinityHarness, StepReport
+from stateful.affinity_subject import AffinityHarness
+from stateful.harness import StepReport
 
 RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
     "abort": frozenset({Abort}),

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from ci.explore.graph import Exploration, ExplorationCapError
 from model.affinity.ops import Op
-from stateful.harness import AffinityHarness, SutFactory
+from stateful.affinity_subject import AffinityHarness, SutFactory
 
 PATH_STEPS_MAX = 10_000
 """Cap on one covering path's length (each greedy step takes a new edge)."""

@@ -43,8 +43,8 @@ if TYPE_CHECKING:
     from collections.abc import Generator
 
     from ci.replay.affinity import AffinityTrace
+    from stateful.affinity_subject import SutFactory
     from stateful.capture import FinalRun
-    from stateful.harness import SutFactory
 
 ARTIFACTS_ENV: Final[str] = "VERIFY_ARTIFACTS_DIR"
 REPO_ROOT: Final[Path] = Path(__file__).resolve().parents[2]

@@ -38,7 +38,8 @@ from model.affinity.ops import Op, Outcome
 from model.affinity.table import ModelAffinity
 from model.errors import AffinityError, UnsupportedError
 from properties import get
-from stateful.harness import AffinityHarness, StepReport, SutFactory
+from stateful.affinity_subject import AffinityHarness, SutFactory
+from stateful.harness import StepReport
 
 PROG: Final[str] = "ci.replay"
 EXIT_AGREE: Final[int] = 0

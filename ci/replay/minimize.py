@@ -49,7 +49,7 @@ from model.affinity.ops import (
 )
 from model.affinity.table import ModelAffinity
 from model.affinity.types import Bound, Initialize, Wait
-from stateful.harness import SutFactory
+from stateful.affinity_subject import SutFactory
 
 REPLAYS_MAX: Final[int] = 5_000
 """Candidate replays per minimization; reaching it raises, never truncates."""

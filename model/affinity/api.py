@@ -114,3 +114,7 @@ class AffinityApi(Protocol):
     def drop_table(self) -> None:
         """Drop the table; handles outlive it as weak references."""
         ...
+
+    def live_handles(self) -> list[tuple[int, str]]:
+        """Live handles by number: `init`, `bound`, `lease` or `waiter`."""
+        ...

@@ -113,6 +113,18 @@ class WaiterHandle:
 Handle = InitHandle | LeaseHandle | WaiterHandle
 
 
+def handle_kind(handle: Handle) -> str:
+    """The binding's name for what a handle is: `init`, `bound`, `lease`, `waiter`."""
+    match handle:
+        case InitHandle():
+            return "init"
+        case LeaseHandle(hold_target=None):
+            return "lease"
+        case LeaseHandle():
+            return "bound"
+    return "waiter"
+
+
 @dataclass(frozen=True)
 class AffinityState:
     """An immutable, hashable snapshot of the model (for invariants and search)."""
@@ -300,6 +312,13 @@ class ModelAffinity:
     def handle(self, number: int) -> Handle | None:
         """What handle `number` is, if it is live."""
         return self._handles.get(number)
+
+    def live_handles(self) -> list[tuple[int, str]]:
+        """Live handles by number: `init`, `bound`, `lease` or `waiter`."""
+        return [
+            (number, handle_kind(held))
+            for number, held in sorted(self._handles.items())
+        ]
 
     def sessions(self) -> list[str]:
         """Session ids with an entry, sorted."""

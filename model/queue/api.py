@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from model.queue.ops import Enqueue
     from model.queue.types import (
         ClassConfig,
         ClassStats,
         Dispatch,
         QueuedItem,
         Rejection,
-        Worker,
     )
 
 
@@ -36,20 +36,8 @@ class PolicyQueueApi(Protocol):
         """`class_config(i)`: the class's queue-relevant configuration."""
         ...
 
-    def enqueue(
-        self,
-        class_index: int,
-        *,
-        worker_count: int,
-        raw_isl_tokens: int,
-        cached_tokens: int,
-        arrival_offset_secs: float,
-        priority_jump: float,
-        strict_priority: int,
-        placement: Worker | None,
-        payload: int,
-    ) -> Rejection | None:
-        """`enqueue(...)`: None when queued, the rejection otherwise."""
+    def enqueue(self, op: Enqueue) -> Rejection | None:
+        """`enqueue(...)` with the fields of `op`: None when queued, else why not."""
         ...
 
     def pop_next(self, dispatch: Dispatch) -> QueuedItem | None:
@@ -86,6 +74,7 @@ class QueueObservation:
     """Everything a caller can read from a queue without changing it."""
 
     pending_count: int
+    configs: tuple[ClassConfig, ...]
     class_stats: tuple[ClassStats, ...]
     backlog: tuple[bool, ...]
     entries: tuple[QueuedItem, ...]
@@ -96,6 +85,7 @@ def observe(queue: PolicyQueueApi) -> QueueObservation:
     class_indices = range(queue.class_count())
     return QueueObservation(
         pending_count=queue.pending_count(),
+        configs=tuple(queue.class_config(index) for index in class_indices),
         class_stats=tuple(queue.class_stats(index) for index in class_indices),
         backlog=tuple(queue.has_backlog(index) for index in class_indices),
         entries=tuple(queue.entries()),

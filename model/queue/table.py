@@ -49,14 +49,9 @@ from model.queue.types import (
     ClassConfig,
     ClassStats,
     Dispatch,
-    Drain,
-    Enqueue,
-    PopNext,
     QueuedItem,
-    QueueOp,
     QueuePolicy,
     Rejection,
-    Retain,
     Worker,
 )
 
@@ -64,6 +59,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable
 
     from model.queue.api import PolicyQueueApi
+    from model.queue.ops import Enqueue
 
 ZERO_STATS = ClassStats(requests=0, raw_isl_tokens=0, cached_tokens=0)
 
@@ -509,19 +505,6 @@ def drain(state: QueueState) -> tuple[QueueState, list[QueuedItem]]:
     return replace(state, drained=True), listing(state)
 
 
-def step(state: QueueState, op: QueueOp) -> tuple[QueueState, object]:
-    """Apply one operation; the outcome is what the adapter method returns."""
-    match op:
-        case Enqueue():
-            return enqueue(state, op)
-        case PopNext(dispatch=dispatch):
-            return pop_next(state, dispatch)
-        case Retain(drop=drop):
-            return retain(state, drop), None
-        case Drain():
-            return drain(state)
-
-
 class ModelPolicyQueue:
     """The reference `PolicyQueueApi`: a `QueueState` and the transitions above."""
 
@@ -539,31 +522,8 @@ class ModelPolicyQueue:
         _check_class(self.state, class_index)
         return self.state.configs[class_index]
 
-    def enqueue(
-        self,
-        class_index: int,
-        *,
-        worker_count: int,
-        raw_isl_tokens: int,
-        cached_tokens: int,
-        arrival_offset_secs: float,
-        priority_jump: float,
-        strict_priority: int,
-        placement: Worker | None,
-        payload: int,
-    ) -> Rejection | None:
+    def enqueue(self, op: Enqueue) -> Rejection | None:
         """`enqueue(...)`."""
-        op = Enqueue(
-            class_index=class_index,
-            worker_count=worker_count,
-            raw_isl_tokens=raw_isl_tokens,
-            cached_tokens=cached_tokens,
-            arrival_offset_secs=arrival_offset_secs,
-            priority_jump=priority_jump,
-            strict_priority=strict_priority,
-            placement=placement,
-            payload=payload,
-        )
         self.state, rejection = enqueue(self.state, op)
         return rejection
 

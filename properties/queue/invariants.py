@@ -1,4 +1,4 @@
-"""Policy-queue invariants (SPEC D.b, Q1-Q12) and coverage goals.
+"""Policy-queue invariants (SPEC D.b, Q1-Q12; Q13 refused calls) and coverage goals.
 
 State properties take a `QueueView`: the model's state together with what a
 system under test showed at the same point (for a model-only check, the
@@ -7,8 +7,9 @@ on both; properties about credit, carry and blocked lanes speak about the
 model, whose outside behaviour the machine compares with the crate's.
 
 Step properties take a `Step` whose `before`/`after` are model `QueueState`s,
-whose `op` is a `model.queue.types` operation and whose `outcome` is the
-model's return value.
+whose `op` is a `model.queue.ops` operation and whose `outcome` is the
+model's return value; refusal properties take the `Step` of a refused call,
+whose `outcome` is the error kind.
 
 Bounds: Q2 is stated without saturation (the machine keeps token sums far
 below `usize::MAX`); Q9's share is checked as its one-pop core here, and as a
@@ -20,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from model.queue.ops import Enqueue, PopNext, Retain
 from model.queue.table import (
     ClassState,
     Entry,
@@ -34,11 +36,8 @@ from model.queue.table import (
 from model.queue.types import (
     ClassStats,
     Dispatch,
-    Enqueue,
-    PopNext,
     QueuedItem,
     Rejection,
-    Retain,
     Worker,
 )
 from properties.registry import Step, register
@@ -435,6 +434,21 @@ def listed_costs_are_uncached_tokens_floored_at_one(view: QueueView) -> bool:
     return all(
         i.scheduling_cost_tokens == max(1, i.uncached_tokens) for i in view.seen.entries
     )
+
+
+# ---- refused calls -------------------------------------------------------------
+
+
+@register("queue", "always", "refusal", spec="Q13")
+def a_refused_call_changes_nothing(step: Step) -> bool:
+    """A call the crate would panic on is refused and leaves the queue unchanged."""
+    return bool(step.before == step.after)
+
+
+@register("queue", "sometimes", "refusal", spec="Q13")
+def a_call_was_refused(step: Step) -> bool:
+    """Some call was refused (a class index out of range, a value out of range)."""
+    return step.outcome is not None
 
 
 # ---- coverage goals ----------------------------------------------------------------

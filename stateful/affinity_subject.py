@@ -1,0 +1,169 @@
+"""The affinity table as a subject of the harness.
+
+Obligations of `states_agree` (after every step):
+
+1. Positive space: every session the model serves (query without a pin) is
+   served identically by the system under test, with the same lease count.
+2. Negative space: nothing the system under test serves or counts lacks a model
+   justification -- the same query and lease count for every session of the
+   pool, including those the model has no entry for, and the same entry count.
+3. Replication: the sink received exactly the publications the model predicts,
+   in order.
+4. Handles: the same live handles, by number and kind; every live waiter
+   reports the same completion.
+5. Clock: both sides report the same time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+from model.affinity.api import AffinityApi
+from model.affinity.ops import Op, Outcome, outcome_of
+from model.affinity.table import AffinityState, ModelAffinity, WaiterHandle
+from model.affinity.types import AffinityConfig, Published, Target
+from model.errors import AffinityError, HandleError
+from stateful.harness import Harness, Subject
+
+_T = TypeVar("_T")
+
+SutFactory = Callable[[AffinityConfig], AffinityApi]
+
+
+@dataclass(frozen=True)
+class SessionView:
+    """What one session looks like from outside."""
+
+    session_id: str
+    served: Target | str | None  # a target, None, or the error kind
+    lease_count: int | str | None
+
+
+@dataclass(frozen=True)
+class Observation:
+    """Everything observable about a table after a step."""
+
+    now_ns: int
+    entry_count: int | str
+    sessions: tuple[SessionView, ...]
+    published: tuple[Published, ...]
+    handles: tuple[tuple[int, str], ...]
+    waiters: tuple[tuple[int, bool | str], ...]
+
+
+def _attempt(read: Callable[[], _T]) -> _T | str:
+    try:
+        return read()
+    except (AffinityError, HandleError) as error:
+        return error.kind
+
+
+def observe(
+    api: AffinityApi, session_ids: Sequence[str], waiters: Sequence[int]
+) -> Observation:
+    """Read everything observable, in sorted order."""
+    views = tuple(
+        SessionView(
+            session_id=session_id,
+            served=_attempt(lambda s=session_id: api.query_target(s, None)),
+            lease_count=_attempt(lambda s=session_id: api.lease_count(s)),
+        )
+        for session_id in sorted(session_ids)
+    )
+    return Observation(
+        now_ns=api.now_ns,
+        entry_count=_attempt(api.entry_count),
+        sessions=views,
+        published=tuple(api.drain_published()),
+        handles=tuple(api.live_handles()),
+        waiters=tuple(
+            (waiter, _attempt(lambda w=waiter: api.waiter_done(w)))
+            for waiter in sorted(waiters)
+        ),
+    )
+
+
+def view_difference(model: Observation, sut: Observation) -> str:
+    """The first field in which two observations differ, in one line."""
+    if model.now_ns != sut.now_ns:
+        return f"clock: model {model.now_ns} != sut {sut.now_ns}"
+    if model.entry_count != sut.entry_count:
+        return f"entry_count: model {model.entry_count} != sut {sut.entry_count}"
+    for expected, actual in zip(model.sessions, sut.sessions, strict=True):
+        if expected != actual:
+            return f"session {expected.session_id!r}: model {expected} != sut {actual}"
+    if model.published != sut.published:
+        return f"published: model {model.published} != sut {sut.published}"
+    if model.handles != sut.handles:
+        return f"live handles: model {model.handles} != sut {sut.handles}"
+    return f"waiters: model {model.waiters} != sut {sut.waiters}"
+
+
+class AffinitySubject(Subject[AffinityConfig, Op]):
+    """`SessionAffinity`, observed through a fixed pool of session ids."""
+
+    name: ClassVar[str] = "affinity"
+
+    def __init__(self, session_pool: Sequence[str]) -> None:
+        """Observe these sessions after every step."""
+        self.session_pool = tuple(session_pool)
+
+    def new_model(self, config: AffinityConfig) -> ModelAffinity:
+        """A fresh `ModelAffinity` at clock time 0."""
+        return ModelAffinity(config)
+
+    def native_factory(self) -> SutFactory:
+        """`impl.adapter.NativeAffinity`."""
+        from impl.adapter import NativeAffinity  # noqa: PLC0415 - only when selected
+
+        return NativeAffinity
+
+    def outcome(self, api: Any, op: Op) -> Outcome:
+        """`model.affinity.ops.outcome_of`."""
+        return outcome_of(api, op)
+
+    def snapshot(self, model: Any) -> AffinityState:
+        """The model's frozen state."""
+        state: AffinityState = model.state()
+        return state
+
+    def observe(self, api: Any, snapshot: Any) -> Observation:
+        """The pool's sessions, counts, publications, handles and waiters."""
+        waiters = sorted(
+            number
+            for number, handle in snapshot.handles
+            if isinstance(handle, WaiterHandle)
+        )
+        return observe(api, self.session_pool, waiters)
+
+    def difference(self, model_view: Any, sut_view: Any) -> str:
+        """`view_difference`."""
+        return view_difference(model_view, sut_view)
+
+
+class AffinityHarness(Harness[AffinityConfig, Op]):
+    """The harness over the affinity subject with a session pool."""
+
+    def __init__(
+        self,
+        config: AffinityConfig,
+        session_pool: Sequence[str],
+        factory: SutFactory | None = None,
+        check_states: bool = True,
+    ) -> None:
+        """Build both tables at clock time 0."""
+        super().__init__(AffinitySubject(session_pool), config, factory, check_states)
+
+    @property
+    def session_pool(self) -> tuple[str, ...]:
+        """The session ids observed after every step."""
+        pool: tuple[str, ...] = self.subject.session_pool  # type: ignore[attr-defined]
+        return pool
+
+
+def default_factory() -> SutFactory:
+    """The affinity system under test `VERIFY_SUT` selects."""
+    factory: SutFactory = AffinitySubject(()).default_factory()
+    return factory

@@ -1,0 +1,70 @@
+"""What every differential machine shares: one harness step per rule, checked.
+
+A machine draws operations; `DifferentialMachine._run` hands each to the
+subject's `Harness`, counts the rule, the step and every coverage goal it
+reached, and asserts the harness's verdict in the order the checks are
+named: `outcomes_agree`, `states_agree`, then the violated properties. The
+final replay of a failing example is remembered (`stateful.capture`) so that
+the artifact writer can turn it into a trace.
+
+Each machine class (and each subclass a test makes) counts on its own.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from hypothesis import event, note
+from hypothesis.stateful import RuleBasedStateMachine
+
+from stateful import capture
+from stateful.harness import Harness, StepReport
+
+
+class DifferentialMachine(RuleBasedStateMachine):
+    """A Hypothesis machine that drives one subject's harness."""
+
+    goals_reached: ClassVar[set[str]] = set()
+    goal_counts: ClassVar[dict[str, int]] = {}
+    rules_run: ClassVar[set[str]] = set()
+    steps_run: ClassVar[int] = 0
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Give every machine class counters of its own."""
+        super().__init_subclass__(**kwargs)
+        cls.goals_reached = set()
+        cls.goal_counts = {}
+        cls.rules_run = set()
+        cls.steps_run = 0
+
+    def __init__(self) -> None:
+        """Nothing exists until the machine's `initialize` rule starts a harness."""
+        super().__init__()
+        self.harness: Any = None
+
+    def _start(self, harness: Harness[Any, Any]) -> None:
+        """Drive `harness` from now on; a final replay becomes a trace."""
+        self.harness = harness
+        capture.track(self, harness)
+
+    def _ran(self, rule_name: str) -> None:
+        """Count a rule that made no call (it changed the machine's own record)."""
+        type(self).rules_run.add(rule_name)
+
+    def _run(self, rule_name: str, op: Any) -> StepReport[Any]:
+        """Step the harness with `op` and assert its verdict."""
+        report: StepReport[Any] = self.harness.step(op)
+        machine = type(self)
+        machine.steps_run += 1
+        machine.rules_run.add(rule_name)
+        for goal in report.reached:
+            machine.goals_reached.add(goal)
+            machine.goal_counts[goal] = machine.goal_counts.get(goal, 0) + 1
+            event(f"reached {goal}")
+        note(f"step {report.index}: {op} -> {report.expected}")
+        if not report.ok:
+            capture.capture(rule_name, report)  # the artifact names this check
+        assert report.outcomes_agree, report.first_difference()
+        assert report.states_agree, report.first_difference()
+        assert not report.violations, report.first_difference()
+        return report
