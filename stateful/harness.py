@@ -92,6 +92,10 @@ class Subject(ABC, Generic[C, Op]):
         del op
         return False
 
+    def rebuilt(self) -> Any:
+        """The outcome recorded for an operation that rebuilt both sides."""
+        return None
+
 
 @dataclass(frozen=True)
 class StepReport(Generic[Op]):
@@ -171,7 +175,7 @@ class Harness(Generic[C, Op]):
         before = subject.snapshot(self.model)
         if subject.rebuilds(op):
             self._build()
-            expected = actual = None
+            expected = actual = subject.rebuilt()
         else:
             expected = subject.outcome(self.model, op)
             actual = subject.outcome(self.sut, op)

@@ -157,6 +157,10 @@ class QueueSubject(Subject[ProfileSpec, QueueOp]):
         """`Rebuild` builds both queues afresh from the run's profile."""
         return isinstance(op, Rebuild)
 
+    def rebuilt(self) -> QueueOutcome:
+        """A rebuild returns nothing."""
+        return QueueOutcome()
+
     def evaluations(
         self,
         before: Any,

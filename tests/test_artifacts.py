@@ -24,13 +24,14 @@ from ci.replay.artifacts import (
     program_lines,
     replay_command,
     reproductions,
+    sut_label,
     write_artifacts,
 )
 from ci.replay.command import EXIT_AGREE, EXIT_DIVERGED
 from ci.replay.command import main as replay_main
-from ci.replay.envelope import load
+from ci.replay.trace import load
 from model.affinity.ops import Release
-from stateful import capture as failures
+from stateful import capture
 from stateful.affinity_machine import AffinityMachine
 
 REPO = Path(__file__).resolve().parent.parent
@@ -44,9 +45,9 @@ RELEASING_RULES = sorted(rule for rule, ops in RULE_OP_TYPES.items() if Release 
 
 
 @pytest.fixture(scope="module")
-def caught() -> tuple[tuple[failures.FinalRun, ...], AssertionError]:
+def caught() -> tuple[tuple[capture.FinalRun, ...], AssertionError]:
     """The forgetful-release canary's final replay and the error Hypothesis raised."""
-    failures.reset()
+    capture.reset()
     machine = type(
         "Canary_forgetful_release",
         (AffinityMachine,),
@@ -56,14 +57,14 @@ def caught() -> tuple[tuple[failures.FinalRun, ...], AssertionError]:
         run_state_machine_as_test(
             machine, settings=settings(CANARY_SETTINGS, print_blob=True)
         )
-    runs = failures.final_runs()
-    failures.reset()
+    runs = capture.final_runs()
+    capture.reset()
     return runs, raised.value
 
 
 @pytest.fixture
 def folder(
-    caught: tuple[tuple[failures.FinalRun, ...], AssertionError], tmp_path: Path
+    caught: tuple[tuple[capture.FinalRun, ...], AssertionError], tmp_path: Path
 ) -> Path:
     """The artifact folder written for the canary's failure."""
     runs, error = caught
@@ -72,19 +73,19 @@ def folder(
 
 
 def test_only_the_final_replay_is_tracked(
-    caught: tuple[tuple[failures.FinalRun, ...], AssertionError],
+    caught: tuple[tuple[capture.FinalRun, ...], AssertionError],
 ) -> None:
     """One failure, one final replay, with the check that failed in it."""
     runs, _ = caught
 
     assert 1 == len(runs)
     assert runs[0].failed is not None
-    assert "canary:forgetful_release" == runs[0].sut
+    assert "canary:forgetful_release" == sut_label("affinity", runs[0].harness.factory)
 
 
 def test_outside_hypothesis_nothing_is_tracked() -> None:
     """`in_final_run` is false without a build context."""
-    assert not failures.in_final_run()
+    assert not capture.in_final_run()
 
 
 def test_the_folder_is_named_by_test_and_stamp(folder: Path, tmp_path: Path) -> None:
@@ -114,7 +115,7 @@ def test_latest_points_at_the_newest_folder(folder: Path) -> None:
 
 
 def test_a_second_failure_with_the_same_stamp_gets_its_own_folder(
-    caught: tuple[tuple[failures.FinalRun, ...], AssertionError], folder: Path
+    caught: tuple[tuple[capture.FinalRun, ...], AssertionError], folder: Path
 ) -> None:
     """Folders are never overwritten; `latest` moves to the new one."""
     runs, error = caught
@@ -128,7 +129,7 @@ def test_a_second_failure_with_the_same_stamp_gets_its_own_folder(
 
 
 def test_the_trace_ends_with_the_failing_step(
-    caught: tuple[tuple[failures.FinalRun, ...], AssertionError], folder: Path
+    caught: tuple[tuple[capture.FinalRun, ...], AssertionError], folder: Path
 ) -> None:
     """The trace is the shrunk program: as long as the step that failed."""
     runs, _ = caught
@@ -278,7 +279,7 @@ def test_a_failing_machine_test_under_pytest_leaves_an_artifact_and_a_line(
 
 
 def test_a_failure_outside_a_step_names_the_exception_as_the_check(
-    caught: tuple[tuple[failures.FinalRun, ...], AssertionError], tmp_path: Path
+    caught: tuple[tuple[capture.FinalRun, ...], AssertionError], tmp_path: Path
 ) -> None:
     """Without a captured step (an invariant method failed), meta says what raised."""
     runs, error = caught

@@ -8,17 +8,22 @@ from pathlib import Path
 import pytest
 
 from ci.canaries.affinity import CANARIES
+from ci.canaries.queue import CANARIES as QUEUE_CANARIES
 from ci.replay.command import replay
 from ci.replay.corpus import CorpusError, add, corpus_files, stale_files
 from ci.replay.corpus.__main__ import main as corpus_main
-from ci.replay.envelope import load
-from model.affinity.table import ModelAffinity
-from stateful.affinity_subject import default_factory
+from ci.replay.trace import load
 from stateful.harness import sut_name
 
 FILES = corpus_files()
-RUNTIME_FILES = [path for path in FILES if load(path).config.clock == "runtime"]
+QUEUE_FILES = [path for path in FILES if load(path).header.subject == "queue"]
+RUNTIME_FILES = [
+    path
+    for path in sorted(set(FILES) - set(QUEUE_FILES))
+    if load(path).setup.config.clock == "runtime"
+]
 """Traces of serving tables: every build and every canary can replay them."""
+QUEUE_SCENARIOS_MIN = 10
 
 
 def _manual_target() -> bool:
@@ -28,19 +33,24 @@ def _manual_target() -> bool:
 
 
 def test_the_corpus_holds_the_hand_written_scenarios() -> None:
-    """At least the 18 scenarios of ci/replay/corpus/scenarios.py are on disk."""
-    assert len(FILES) >= 18
+    """At least 18 affinity scenarios and 10 queue scenarios are on disk."""
+    assert len(FILES) - len(QUEUE_FILES) >= 18
+    assert len(QUEUE_FILES) >= QUEUE_SCENARIOS_MIN
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda path: path.stem)
 def test_a_corpus_trace_replays_without_divergence(path: Path) -> None:
     """Today's model gives the recorded answers; the SUT agrees; nothing is violated."""
     trace = load(path)
-    factory, sut = default_factory(), sut_name()
-    if trace.config.clock == "manual" and sut == "native" and not _manual_target():
+    sut = sut_name()
+    if sut == "model":
+        factory = trace.kind.model_factory()
+    elif path in RUNTIME_FILES or path in QUEUE_FILES or _manual_target():
+        factory = trace.kind.native_factory()
+    else:
         # A manual-clock trace (say, a divergence found on a source tree) still
         # checks today's model against its recorded answers here.
-        factory, sut = ModelAffinity, "model"
+        factory, sut = trace.kind.model_factory(), "model"
 
     result = replay(trace, factory, sut)
     diverged = [index for index, v in enumerate(result.verdicts, 1) if v.failed]
@@ -77,6 +87,18 @@ def test_the_corpus_catches_every_canary(canary: str) -> None:
     )
 
     assert catching is not None
+
+
+@pytest.mark.parametrize("canary", sorted(QUEUE_CANARIES))
+def test_the_queue_corpus_catches_every_queue_canary(canary: str) -> None:
+    """Each deliberately broken queue diverges on at least one queue trace."""
+    catching = [
+        path.stem
+        for path in QUEUE_FILES
+        if replay(load(path), QUEUE_CANARIES[canary], canary).first_failure
+    ]
+
+    assert [] != catching
 
 
 def test_adding_a_trace_copies_it_under_its_new_name(tmp_path: Path) -> None:

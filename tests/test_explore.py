@@ -41,7 +41,7 @@ from ci.explore.shrink import (
 )
 from ci.profiles import selected_profile
 from ci.replay.command import main as replay_main
-from ci.replay.envelope import load
+from ci.replay.trace import load
 from model.affinity.ops import Acquire, Advance, Commit, Op, Query, Release, outcome_of
 from model.affinity.table import CLOCK_NS_MAX, Binding, ModelAffinity
 from model.affinity.types import SECOND_NS, Target
@@ -301,7 +301,7 @@ def test_a_counterexample_trace_replays_to_the_violation(
 
     trace = load(write_trace(tmp_path / "trace.json", example))
     ops = list(trace.ops)
-    model = model_type(trace.config)
+    model = model_type(trace.setup.config)
     steps = []
     for op in ops:
         before = model.state()

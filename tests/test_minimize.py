@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from ci.canaries.affinity import CANARIES
-from ci.replay.affinity import AffinityTrace, record
+from ci.replay.affinity import record
 from ci.replay.command import replay
-from ci.replay.envelope import load, save
-from ci.replay.minimize import MinimizeError, main, minimize, rebuild
+from ci.replay.minimize import MinimizeError, main, minimize
+from ci.replay.trace import Trace, load, save
 from model.affinity.ops import (
     Acquire,
     Advance,
@@ -39,13 +39,13 @@ NOISY = (
 """Session "a" is bound and released (steps 4, 7, 9) amid unrelated steps."""
 
 
-def _trace(program: tuple[object, ...] = NOISY) -> AffinityTrace:
+def _trace(program: tuple[object, ...] = NOISY) -> Trace:
     return record(CONFIG, ("a", "b"), program, "noisy")  # type: ignore[arg-type]
 
 
 def test_deleting_an_earlier_creator_renumbers_later_handles() -> None:
     """Without steps 2-3, session "a" gets handle 1 and its uses follow."""
-    kept = rebuild(_trace(), [3, 6, 8])
+    kept = _trace().kind.rebuild(_trace(), [3, 6, 8])
 
     assert [
         (3, Acquire("a")),
@@ -56,7 +56,7 @@ def test_deleting_an_earlier_creator_renumbers_later_handles() -> None:
 
 def test_a_step_whose_handle_creator_was_deleted_goes_too() -> None:
     """Releasing a lease whose commit was deleted is dropped, not misdirected."""
-    kept = rebuild(_trace(), [3, 8])
+    kept = _trace().kind.rebuild(_trace(), [3, 8])
 
     assert [(3, Acquire("a"))] == kept
 

@@ -21,7 +21,7 @@ from ci.replay.command import (
     render,
 )
 from ci.replay.command import main as replay_main
-from ci.replay.envelope import save
+from ci.replay.trace import save
 from model.affinity.ops import (
     Acquire,
     Advance,
@@ -165,7 +165,7 @@ def test_a_recorded_answer_the_model_no_longer_gives_is_noted(
         ([], "the following arguments are required: path"),
         (["nowhere.json"], "nowhere.json: no such trace file"),
         (["{trace}", "--sut", "cuda"], "argument --sut: invalid choice: 'cuda'"),
-        (["{trace}", "--canary", "nope"], "unknown canary 'nope' (known: "),
+        (["{trace}", "--canary", "nope"], "unknown affinity canary 'nope' (known: "),
         (["{trace}", "--canary", "late_expiry", "--sut", "model"], "--canary"),
     ],
     ids=["no path", "missing file", "unknown sut", "unknown canary", "both"],

@@ -38,11 +38,11 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from ci.canaries.affinity import CANARIES
 from ci.profiles import CANARY_SETTINGS
-from ci.replay.affinity import AffinityTrace, record
+from ci.replay.affinity import record
 from ci.replay.command import replay
 from ci.replay.minimize import minimize
-from stateful import capture as failures
-from stateful import stats
+from ci.replay.trace import Trace
+from stateful import capture, stats
 from stateful.affinity_machine import AffinityMachine
 from stateful.affinity_subject import default_factory
 from stateful.harness import sut_name
@@ -81,8 +81,8 @@ class Shrunk:
     """A canary's Hypothesis-shrunk trace and its minimized form."""
 
     name: str
-    trace: AffinityTrace
-    minimal: AffinityTrace
+    trace: Trace
+    minimal: Trace
 
 
 @pytest.fixture(
@@ -105,11 +105,11 @@ def shrunk(request: pytest.FixtureRequest) -> Shrunk:
             "steps_run": 0,
         },
     )
-    failures.reset()
+    capture.reset()
     with pytest.raises(AssertionError):
         run_state_machine_as_test(machine, settings=CANARY_SETTINGS)
-    (run,) = failures.final_runs()
-    failures.reset()
+    (run,) = capture.final_runs()
+    capture.reset()
     harness = run.harness
     trace = record(harness.config, harness.session_pool, harness.ops, name)
     minimal, _ = minimize(trace, CANARIES[name])

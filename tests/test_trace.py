@@ -10,21 +10,9 @@ from typing import Any
 
 import pytest
 
-from ci.replay.affinity import (
-    AffinityTrace,
-    decode_value,
-    encode_op,
-    encode_value,
-    record,
-)
-from ci.replay.envelope import (
-    SCHEMA_VERSION,
-    TraceError,
-    crate_version,
-    load,
-    loads,
-    save,
-)
+from ci.replay.affinity import OPS, decode_value, encode_value, record
+from ci.replay.envelope import SCHEMA_VERSION, TraceError, crate_version
+from ci.replay.trace import Trace, load, loads, save
 from model.affinity.ops import (
     OP_TYPES,
     Abort,
@@ -101,7 +89,7 @@ PROGRAM: tuple[Op, ...] = (
 """A program whose outcomes cover every value type and an error."""
 
 
-def _recorded() -> AffinityTrace:
+def _recorded() -> Trace:
     return record(CONFIG, POOL, PROGRAM, "A program touching every operation.")
 
 
@@ -236,7 +224,7 @@ def test_each_step_carries_the_models_outcome_and_projection() -> None:
 
 def test_operations_are_tagged_by_class_name_with_targets_as_objects() -> None:
     """`ApplyReplica` is written with its target and version as plain objects."""
-    encoded = encode_op(ApplyReplica("a", Target(2, None), Version(5, 2)))
+    encoded = OPS.encode(ApplyReplica("a", Target(2, None), Version(5, 2)))
 
     assert {
         "op": "ApplyReplica",
@@ -347,8 +335,8 @@ MALFORMED: dict[str, tuple[Edit, str]] = {
         "format: expected 'dynamo-verify-trace', got 'affinity-ops/1'",
     ),
     "unknown subject": (
-        _set(("subject",), to="queue"),
-        "subject: unknown subject 'queue' (known: affinity)",
+        _set(("subject",), to="router"),
+        "subject: unknown subject 'router' (known: affinity, queue)",
     ),
     "unknown top-level field": (
         _set(("note",), to="hi"),

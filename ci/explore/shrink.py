@@ -21,7 +21,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from ci.explore.graph import Bound, explore
 from ci.profiles import CANARY_SETTINGS
 from ci.replay.affinity import record
-from ci.replay.envelope import save
+from ci.replay.trace import save
 from model.affinity.ops import Op
 from model.affinity.table import ModelAffinity
 from stateful.affinity_machine import AffinityMachine

@@ -28,29 +28,34 @@ new operation needs no change here unless it introduces a new field type.
 from __future__ import annotations
 
 import typing
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
-from types import NoneType, UnionType
-from typing import Any, Final, Literal, get_args, get_origin, get_type_hints
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final, Literal, get_args
 
+from ci.replay.codec import OpCodec
 from ci.replay.envelope import (
-    STEPS_MAX,
-    Header,
     TraceError,
-    crate_version,
-    dumps,
-    expect_bool,
     expect_int,
     expect_list,
     expect_object,
     expect_optional,
     expect_str,
-    read_header,
-    read_steps,
-    suite_version,
-    write_header,
 )
-from model.affinity.ops import OP_TYPES, Op, Outcome, Value, outcome_of
+from ci.replay.trace import Factory, Trace, TraceKind
+from model.affinity.ops import (
+    OP_TYPES,
+    Abort,
+    Acquire,
+    Commit,
+    Invalidate,
+    Join,
+    Op,
+    Outcome,
+    PollWaiter,
+    Release,
+    Value,
+    outcome_of,
+)
 from model.affinity.table import AffinityState, Binding, ModelAffinity
 from model.affinity.types import (
     AffinityConfig,
@@ -64,6 +69,7 @@ from model.affinity.types import (
     Wait,
 )
 from model.errors import AffinityError
+from stateful.affinity_subject import AffinityHarness
 
 SUBJECT: Final[str] = "affinity"
 SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"config", "session_pool"})
@@ -73,7 +79,6 @@ CONFIG_KEYS: Final[frozenset[str]] = frozenset(
 OPTIONAL_CONFIG_KEYS: Final[frozenset[str]] = frozenset({"instant_range_ns"})
 """Manual clock only: where the `Instant` range ends (absent: unbounded)."""
 REAPINGS: Final[tuple[str, ...]] = get_args(Reaping)
-OPS_BY_NAME: Final[dict[str, type[Op]]] = {op.__name__: op for op in OP_TYPES}
 SESSION_POOL_MAX: Final[int] = 1_000
 
 
@@ -99,49 +104,6 @@ class Projection:
     entries: tuple[tuple[str, EntrySummary], ...]
 
 
-@dataclass(frozen=True)
-class RecordedStep:
-    """One operation and what the model answered when the trace was recorded."""
-
-    index: int
-    op: Op
-    expected: Outcome
-    model: Projection
-    comment: str = ""
-
-
-@dataclass(frozen=True)
-class AffinityTrace:
-    """A recorded affinity program."""
-
-    header: Header
-    config: AffinityConfig
-    session_pool: tuple[str, ...]
-    steps: tuple[RecordedStep, ...]
-
-    @property
-    def ops(self) -> tuple[Op, ...]:
-        """The operations, in order."""
-        return tuple(step.op for step in self.steps)
-
-    @property
-    def description(self) -> str:
-        """What the program shows."""
-        return self.header.description
-
-    def to_json(self) -> dict[str, Any]:
-        """The trace as a JSON document."""
-        return write_header(self.header) | {
-            "config": encode_config(self.config),
-            "session_pool": list(self.session_pool),
-            "steps": [encode_step(step) for step in self.steps],
-        }
-
-    def dumps(self) -> str:
-        """The trace as deterministic JSON text."""
-        return dumps(self.to_json())
-
-
 def project(state: AffinityState) -> Projection:
     """The projection of a model snapshot (entries sorted by session id)."""
     entries: list[tuple[str, EntrySummary]] = []
@@ -158,32 +120,6 @@ def project(state: AffinityState) -> Projection:
             summary = EntrySummary(state="initializing")
         entries.append((session_id, summary))
     return Projection(now_ns=state.now_ns, entries=tuple(entries))
-
-
-def record(
-    config: AffinityConfig,
-    session_pool: Sequence[str],
-    ops: Sequence[Op],
-    description: str,
-    comments: Sequence[str] = (),
-) -> AffinityTrace:
-    """Run `ops` on a fresh reference model and record its answers."""
-    check_config(config, "config")
-    if len(ops) > STEPS_MAX:
-        raise TraceError("steps", f"{len(ops)} steps exceed the cap of {STEPS_MAX}")
-    model = ModelAffinity(config)
-    steps = []
-    for index, op in enumerate(ops, start=1):
-        expected = outcome_of(model, op)
-        comment = comments[index - 1] if index <= len(comments) else ""
-        steps.append(RecordedStep(index, op, expected, project(model.state()), comment))
-    header = Header(
-        subject=SUBJECT,
-        description=description,
-        suite_version=suite_version(),
-        crate_version=crate_version(),
-    )
-    return AffinityTrace(header, config, tuple(session_pool), tuple(steps))
 
 
 # ---- configuration -----------------------------------------------------------
@@ -282,76 +218,6 @@ def decode_version(value: object, where: str) -> Version:
         sequence=expect_int(raw["sequence"], f"{where}.sequence"),
         writer=expect_int(raw["writer"], f"{where}.writer"),
     )
-
-
-# ---- operations --------------------------------------------------------------
-
-_Decoder = Callable[[object, str], Any]
-_Encoder = Callable[[Any], Any]
-
-
-def _codec(annotation: object) -> tuple[_Encoder, _Decoder]:
-    """How a field of this annotation is written and read."""
-    if annotation is int:
-        return (lambda value: value), expect_int
-    if annotation is str:
-        return (lambda value: value), expect_str
-    if annotation is bool:
-        return (lambda value: value), expect_bool
-    if annotation is Target:
-        return encode_target, decode_target
-    if annotation is Version:
-        return encode_version, decode_version
-    if get_origin(annotation) in (UnionType, typing.Union):
-        members = [arg for arg in get_args(annotation) if arg is not NoneType]
-        if len(members) == 1 and len(get_args(annotation)) == 2:
-            encode, decode = _codec(members[0])
-
-            def encode_optional(value: Any) -> Any:
-                return None if value is None else encode(value)
-
-            def decode_optional(value: object, where: str) -> Any:
-                return expect_optional(value, where, decode)
-
-            return encode_optional, decode_optional
-    raise TypeError(f"trace fields of type {annotation!r} have no codec")
-
-
-_FIELDS: Final[dict[str, tuple[tuple[str, _Encoder, _Decoder], ...]]] = {
-    name: tuple(
-        (field.name, *_codec(get_type_hints(op_type)[field.name]))
-        for field in fields(op_type)
-    )
-    for name, op_type in sorted(OPS_BY_NAME.items())
-}
-"""Per operation: each field's name, encoder and decoder (built at import)."""
-
-
-def encode_op(op: Op) -> dict[str, Any]:
-    """`{"op": <class name>, <field>: <value>, ...}`."""
-    name = type(op).__name__
-    return {"op": name} | {
-        field: encode(getattr(op, field)) for field, encode, _ in _FIELDS[name]
-    }
-
-
-def decode_op(value: object, where: str) -> Op:
-    """An operation of `model.affinity.ops`, its fields checked by type."""
-    if not isinstance(value, dict) or "op" not in value:
-        raise TraceError(where, "expected an operation object with an 'op' field")
-    name = value["op"]
-    if not isinstance(name, str) or name not in OPS_BY_NAME:
-        known = ", ".join(sorted(OPS_BY_NAME))
-        raise TraceError(where, f"unknown operation {name!r} (known: {known})")
-    spec = _FIELDS[name]
-    raw = expect_object(
-        value, f"{where}: {name}", frozenset({"op"} | {f for f, _, _ in spec})
-    )
-    arguments = {
-        field: decode(raw[field], f"{where}: {name}.{field}")
-        for field, _, decode in spec
-    }
-    return OPS_BY_NAME[name](**arguments)
 
 
 # ---- outcomes ----------------------------------------------------------------
@@ -505,40 +371,203 @@ def decode_projection(value: object, where: str) -> Projection:
     return Projection(now_ns=now_ns, entries=tuple(entries))
 
 
-# ---- steps and whole traces --------------------------------------------------
+# ---- the kind ----------------------------------------------------------------
+
+OPS: Final[OpCodec] = OpCodec(
+    OP_TYPES,
+    {
+        Target: (encode_target, decode_target),
+        Version: (encode_version, decode_version),
+    },
+)
 
 
-def encode_step(step: RecordedStep) -> dict[str, Any]:
-    """One step object (the comment only when there is one)."""
-    encoded = {
-        "index": step.index,
-        "op": encode_op(step.op),
-        "expected": encode_outcome(step.expected),
-        "model": encode_projection(step.model),
-    }
-    if step.comment:
-        encoded["comment"] = step.comment
-    return encoded
+@dataclass(frozen=True)
+class AffinitySetup:
+    """What an affinity program runs on: a configuration and the observed ids."""
+
+    config: AffinityConfig
+    session_pool: tuple[str, ...]
 
 
-def decode(document: object) -> AffinityTrace:
-    """A strict decode of a parsed affinity trace."""
-    header = read_header(document, SUBJECT_KEYS)
-    if header.subject != SUBJECT:
-        raise TraceError("subject", f"expected {SUBJECT!r}, got {header.subject!r}")
-    assert isinstance(document, dict)
-    config = decode_config(document["config"])
-    pool = decode_session_pool(document["session_pool"])
-    steps = []
-    for step in read_steps(document):
-        where = f"step {step['index']}"
-        steps.append(
-            RecordedStep(
-                index=step["index"],
-                op=decode_op(step["op"], f"{where}: op"),
-                expected=decode_outcome(step["expected"], f"{where}: expected"),
-                model=decode_projection(step["model"], f"{where}: model"),
-                comment=step.get("comment", ""),
-            )
+def created_handle(op: Op, outcome: Outcome) -> int | None:
+    """The handle number a step handed out, if any."""
+    value = outcome.value
+    if isinstance(op, Acquire) and isinstance(value, Initialize | Bound):
+        return value.handle
+    if isinstance(op, Acquire) and isinstance(value, Wait):
+        return value.waiter
+    if isinstance(op, Join | Commit) and isinstance(value, int) and outcome.ok:
+        return value
+    return None
+
+
+def used_handle(op: Op) -> int | None:
+    """The handle number a step consumes or reads, if any."""
+    if isinstance(op, Commit | Abort | Release | Invalidate):
+        return op.handle
+    if isinstance(op, PollWaiter):
+        return op.waiter
+    return None
+
+
+def _with_handle(op: Op, handle: int) -> Op:
+    if isinstance(op, PollWaiter):
+        return replace(op, waiter=handle)
+    assert isinstance(op, Commit | Abort | Release | Invalidate)
+    return replace(op, handle=handle)
+
+
+class AffinityKind(TraceKind):
+    """Traces of `SessionAffinity` programs."""
+
+    subject = SUBJECT
+    noun = "table"
+    setup_keys = SUBJECT_KEYS
+
+    def encode_setup(self, setup: AffinitySetup) -> dict[str, Any]:
+        """`config` and `session_pool`."""
+        return {
+            "config": encode_config(setup.config),
+            "session_pool": list(setup.session_pool),
+        }
+
+    def decode_setup(self, document: dict[str, Any]) -> AffinitySetup:
+        """A valid configuration and distinct session ids."""
+        return AffinitySetup(
+            decode_config(document["config"]),
+            decode_session_pool(document["session_pool"]),
         )
-    return AffinityTrace(header, config, pool, tuple(steps))
+
+    def encode_op(self, op: Any) -> dict[str, Any]:
+        """`{"op": <class name>, <field>: <value>, ...}`."""
+        return OPS.encode(op)
+
+    def decode_op(self, value: object, where: str) -> Any:
+        """An operation of `model.affinity.ops`, its fields checked by type."""
+        return OPS.decode(value, where)
+
+    def encode_outcome(self, outcome: Any) -> dict[str, Any]:
+        """`encode_outcome`."""
+        return encode_outcome(outcome)
+
+    def decode_outcome(self, value: object, where: str) -> Outcome:
+        """`decode_outcome`."""
+        return decode_outcome(value, where)
+
+    def encode_projection(self, projection: Any) -> dict[str, Any]:
+        """`encode_projection`."""
+        return encode_projection(projection)
+
+    def decode_projection(self, value: object, where: str) -> Projection:
+        """`decode_projection`."""
+        return decode_projection(value, where)
+
+    def project(self, model: Any) -> Projection:
+        """The model's clock and entries."""
+        return project(model.state())
+
+    def harness(self, setup: AffinitySetup, factory: Factory) -> AffinityHarness:
+        """An `AffinityHarness` over the setup's configuration and pool."""
+        return AffinityHarness(setup.config, setup.session_pool, factory)
+
+    def setup_of(self, harness: Any) -> AffinitySetup:
+        """The configuration and pool of an `AffinityHarness`."""
+        return AffinitySetup(harness.config, harness.session_pool)
+
+    def describe(self, setup: AffinitySetup) -> str:
+        """The configuration's fields and the pool's ids."""
+        config = setup.config
+        sessions = ", ".join(show_session(s) for s in setup.session_pool)
+        return (
+            f"ttl_ns={config.ttl_ns} mode={config.mode.value} "
+            f"max_entries={config.max_entries} "
+            f"max_session_id_bytes={config.max_session_id_bytes} "
+            f"reaping={config.reaping}; sessions {sessions}"
+        )
+
+    def model_factory(self) -> Factory:
+        """`ModelAffinity`."""
+        return ModelAffinity
+
+    def native_factory(self) -> Factory:
+        """`impl.adapter.NativeAffinity`."""
+        from impl.adapter import NativeAffinity  # noqa: PLC0415 - only when asked
+
+        return NativeAffinity
+
+    def canaries(self) -> Mapping[str, Factory]:
+        """`ci.canaries.affinity.CANARIES`."""
+        from ci.canaries.affinity import CANARIES  # noqa: PLC0415 - needs the binding
+
+        return CANARIES
+
+    def record(
+        self,
+        setup: AffinitySetup,
+        ops: Sequence[Any],
+        description: str,
+        comments: Sequence[str] = (),
+    ) -> Trace:
+        """Refuse a configuration no table can be built with, then record."""
+        check_config(setup.config, "config")
+        return super().record(setup, ops, description, comments)
+
+    def rebuild(self, trace: Trace, keep: Sequence[int]) -> list[tuple[int, Any]]:
+        """The kept steps as a program, handle numbers renumbered.
+
+        Handles are numbered in creation order, so deleting an `Acquire`
+        renumbers every later handle: each kept step that created a handle in
+        the original maps the original number to the new one (the reference
+        model says which), and a kept step that uses a handle whose creator
+        was deleted is deleted too.
+        """
+        creators = {
+            handle: position
+            for position, step in enumerate(trace.steps)
+            if (handle := created_handle(step.op, step.expected)) is not None
+        }
+        model = ModelAffinity(trace.setup.config)
+        renumbered: dict[int, int] = {}
+        program: list[tuple[int, Any]] = []
+        for position in keep:
+            step = trace.steps[position]
+            op = step.op
+            used = used_handle(op)
+            if used is not None and used in creators:
+                if used not in renumbered:
+                    continue  # its creator was deleted: this step goes too
+                op = _with_handle(op, renumbered[used])
+            now = created_handle(op, outcome_of(model, op))
+            original = created_handle(step.op, step.expected)
+            if original is not None and now is not None:
+                renumbered[original] = now
+            program.append((position, op))
+        return program
+
+
+SESSION_SHOWN_MAX: Final[int] = 12
+
+
+def show_session(session_id: str) -> str:
+    """A session id, abbreviated with its UTF-8 size when it is long."""
+    if len(session_id) <= SESSION_SHOWN_MAX:
+        return repr(session_id)
+    size = len(session_id.encode())
+    return f"{session_id[:SESSION_SHOWN_MAX]!r}... ({size} bytes)"
+
+
+KIND: Final[AffinityKind] = AffinityKind()
+
+
+def record(
+    config: AffinityConfig,
+    session_pool: Sequence[str],
+    ops: Sequence[Op],
+    description: str,
+    comments: Sequence[str] = (),
+) -> Trace:
+    """Run `ops` on a fresh reference model and record its answers."""
+    return KIND.record(
+        AffinitySetup(config, tuple(session_pool)), ops, description, comments
+    )

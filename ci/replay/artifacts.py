@@ -37,13 +37,12 @@ import hypothesis
 import pytest
 from hypothesis import settings
 
-from stateful import capture as failures
+from stateful import capture
 
 if TYPE_CHECKING:
     from collections.abc import Generator
 
-    from ci.replay.affinity import AffinityTrace
-    from stateful.affinity_subject import SutFactory
+    from ci.replay.trace import Factory, Trace
     from stateful.capture import FinalRun
 
 ARTIFACTS_ENV: Final[str] = "VERIFY_ARTIFACTS_DIR"
@@ -225,12 +224,10 @@ def _point_latest(test_dir: Path, folder: Path) -> None:
     staging.replace(test_dir / LATEST)
 
 
-def _write_minimal(
-    trace: AffinityTrace, factory: SutFactory, folder: Path
-) -> int | None:
+def _write_minimal(trace: Trace, factory: Factory, folder: Path) -> int | None:
     """Write `minimal.json` (steps deleted while it still fails); its length."""
-    from ci.replay.envelope import save  # noqa: PLC0415 - idem
     from ci.replay.minimize import MinimizeError, minimize  # noqa: PLC0415 - on failure only
+    from ci.replay.trace import save  # noqa: PLC0415 - idem
 
     if len(trace.steps) > MINIMIZE_STEPS_MAX:
         return None
@@ -240,6 +237,22 @@ def _write_minimal(
         return None
     save(minimal, folder / MINIMAL_FILE)
     return len(minimal.steps)
+
+
+def sut_label(subject: str, factory: object) -> str:
+    """A readable name for a system-under-test factory (a canary by its name)."""
+    from ci.replay.trace import kind_of  # noqa: PLC0415 - on failure only
+
+    try:
+        canaries = kind_of(subject).canaries()
+    except ImportError:  # the affinity canaries need the binding
+        canaries = {}
+    for name, canary in sorted(canaries.items()):
+        if canary is factory:
+            return f"canary:{name}"
+    module = getattr(factory, "__module__", "?")
+    qualname = getattr(factory, "__qualname__", repr(factory))
+    return f"{module}.{qualname}"
 
 
 def write_artifact(
@@ -258,18 +271,19 @@ def write_artifact(
     `raised` is the exception's one-line summary, named as the failing check
     when the machine failed outside `_run` (an invariant method, say).
     """
-    from ci.replay.affinity import record  # noqa: PLC0415 - idem
-    from ci.replay.envelope import save  # noqa: PLC0415 - model imports only when writing
+    from ci.replay.trace import kind_of, save  # noqa: PLC0415 - only when writing
 
     test_dir = (root or artifacts_root()) / folder_name_for(test)
     folder = _new_folder(test_dir, stamp or utc_stamp())
     failed = run.failed
+    harness = run.harness
+    subject = harness.subject.name
+    sut = sut_label(subject, harness.factory)
     where = "" if failed is None else f" at step {failed.step} ({failed.check})"
-    description = f"Counterexample from {test} against {run.sut}{where}."
+    description = f"Counterexample from {test} against {sut}{where}."
     if failed is not None:
         description += f" {failed.difference}"
-    harness = run.harness
-    trace = record(harness.config, harness.session_pool, harness.ops, description)
+    trace = kind_of(subject).record_harness(harness, description)
     save(trace, folder)
     minimal_steps = _write_minimal(trace, harness.factory, folder)
 
@@ -296,7 +310,8 @@ def write_artifact(
     meta = {
         "test": test,
         "machine": run.machine,
-        "sut": run.sut,
+        "subject": subject,
+        "sut": sut,
         "stamp": folder.name,
         "replay": replay_command(folder),
         "shrunk_steps": len(trace.steps),
@@ -376,7 +391,7 @@ _replay_lines: list[str] = []
 
 def pytest_runtest_setup(item: pytest.Item) -> None:  # noqa: ARG001 - hook signature
     """Each test starts with no remembered final replay."""
-    failures.reset()
+    capture.reset()
 
 
 @pytest.hookimpl(wrapper=True)
@@ -385,10 +400,10 @@ def pytest_runtest_makereport(
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """After a failed test that tracked a final replay, write its artifacts."""
     report = yield
-    runs = failures.final_runs()
+    runs = capture.final_runs()
     if call.when != "call" or call.excinfo is None or not report.failed or not runs:
         return report
-    failures.reset()
+    capture.reset()
     profile = item.config.getoption("hypothesis_profile", default=None)
     folders = write_artifacts(
         runs,

@@ -2,13 +2,15 @@
 
     python -m ci.replay PATH [--sut native|model] [--canary NAME]
 
-PATH is a trace file or an artifact folder (its `trace.json`). The program runs
-through `stateful.harness.AffinityHarness`, the very step the machines use: the
-same operations, the same observations after each step, the same invariants.
+PATH is a trace file or an artifact folder (its `trace.json`). Traces of either
+subject (the affinity table, the policy queue) replay alike: the program runs
+through the subject's `stateful.harness.Harness`, the very step the machines
+use -- the same operations, the same observations after each step, the same
+invariants.
 The table shows every step's operation, the model's and the implementation's
 results, and the verdict; the first divergence is highlighted and named with
-the check that failed (outcomes, observable state, clocks, or the violated
-invariants with their statements).
+the check that failed (outcomes, observable state, or the violated invariants
+with their statements).
 
 Exit status: 0 when every step agrees and no invariant is violated; 1 on a
 divergence, a violation or a crash of the system under test; 2 on a usage
@@ -26,19 +28,21 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ci.replay.affinity import AffinityTrace, project
-from ci.replay.envelope import TraceError, crate_version, load
-from model.affinity.ops import Op, Outcome
-from model.affinity.table import ModelAffinity
-from model.errors import AffinityError, UnsupportedError
+from ci.replay.envelope import TraceError, crate_version
+from ci.replay.trace import Factory, Trace, TraceKind, load
+from model.errors import (
+    AffinityError,
+    PolicyConfigError,
+    QueueUsageError,
+    UnsupportedError,
+)
 from properties import get
-from stateful.affinity_subject import AffinityHarness, SutFactory
 from stateful.harness import StepReport
 
 PROG: Final[str] = "ci.replay"
@@ -85,8 +89,8 @@ def build_parser() -> argparse.ArgumentParser:
 class StepVerdict:
     """One replayed step and what went wrong in it, if anything."""
 
-    report: StepReport | None  # None if the step crashed
-    op: Op
+    report: StepReport[Any] | None  # None if the step crashed
+    op: Any
     failed: tuple[str, ...]  # names of the checks that failed
     detail: str
     drift: str  # how the recorded expectation differs from today's model
@@ -96,7 +100,7 @@ class StepVerdict:
 class Replay:
     """A whole replay's verdicts."""
 
-    trace: AffinityTrace
+    trace: Trace
     sut: str
     verdicts: tuple[StepVerdict, ...]
 
@@ -106,37 +110,41 @@ class Replay:
         return next((v for v in self.verdicts if v.failed), None)
 
 
-def factory_for(sut: str, canary: str | None) -> tuple[SutFactory, str]:
+def factory_for(kind: TraceKind, sut: str, canary: str | None) -> tuple[Factory, str]:
     """The system under test and its label; unknown or unbuilt ones are usage errors."""
     if canary is not None and sut != "native":
         raise UsageError("--canary replaces --sut; pass one of them")
-    if canary is not None:
-        from ci.canaries.affinity import CANARIES  # noqa: PLC0415 - only when asked
-
-        if canary not in CANARIES:
-            known = ", ".join(sorted(CANARIES))
-            raise UsageError(f"unknown canary {canary!r} (known: {known})")
-        return CANARIES[canary], f"canary {canary}"
     if sut == "model":
-        return ModelAffinity, "model"
+        return kind.model_factory(), "model"
     try:
-        from impl.adapter import CRATE_VERSION, NativeAffinity  # noqa: PLC0415
+        native = kind.native_factory()
+        canaries = kind.canaries() if canary is not None else {}
+        from impl.adapter import CRATE_VERSION  # noqa: PLC0415 - built by now
     except ImportError as error:
         raise UsageError(
             f"the native binding is not built ({error}); run `pip install -e .` "
             "or pass --sut model"
         ) from None
-    return NativeAffinity, f"native (dynamo-kv-router {CRATE_VERSION})"
+    if canary is not None:
+        if canary not in canaries:
+            known = ", ".join(sorted(canaries))
+            raise UsageError(
+                f"unknown {kind.subject} canary {canary!r} (known: {known})"
+            )
+        return canaries[canary], f"canary {canary}"
+    return native, f"native (dynamo-kv-router {CRATE_VERSION})"
 
 
-def replay(trace: AffinityTrace, factory: SutFactory, sut: str) -> Replay:
+BUILD_ERRORS = (AffinityError, UnsupportedError, QueueUsageError, PolicyConfigError)
+
+
+def replay(trace: Trace, factory: Factory, sut: str) -> Replay:
     """Run every step of `trace` through a fresh harness."""
+    kind = trace.kind
     try:
-        harness = AffinityHarness(
-            config=trace.config, session_pool=trace.session_pool, factory=factory
-        )
-    except (AffinityError, UnsupportedError) as error:
-        raise UsageError(f"{sut} cannot build this table: {error}") from None
+        harness = kind.harness(trace.setup, factory)
+    except BUILD_ERRORS as error:
+        raise UsageError(f"{sut} cannot build this {kind.noun}: {error}") from None
     verdicts = []
     for recorded in trace.steps:
         try:
@@ -152,61 +160,42 @@ def replay(trace: AffinityTrace, factory: SutFactory, sut: str) -> Replay:
                 )
             )
             break
-        failed = []
-        if not report.outcomes_agree:
-            failed.append("outcomes_agree")
-        if not report.states_agree:
-            failed.append("states_agree")
-        if harness.model.now_ns != harness.sut.now_ns:
-            failed.append("clocks_agree")
-        failed.extend(report.violations)
-        detail = report.first_difference()
-        if "clocks_agree" in failed and not detail:
-            detail = f"clock: model {harness.model.now_ns} != sut {harness.sut.now_ns}"
         drift = ""
         if recorded.expected != report.expected:
             drift = f"recorded {recorded.expected}, the model now {report.expected}"
-        elif recorded.model != project(harness.model.state()):
+        elif recorded.model != kind.project(harness.model):
             drift = "the model's state after this step differs from the recording"
-        verdicts.append(StepVerdict(report, recorded.op, tuple(failed), detail, drift))
+        verdicts.append(
+            StepVerdict(
+                report,
+                recorded.op,
+                report.failed_checks(),
+                report.first_difference(),
+                drift,
+            )
+        )
     return Replay(trace, sut, tuple(verdicts))
 
 
 # ---- rendering ---------------------------------------------------------------
 
 
-def show_outcome(outcome: Outcome) -> str:
+def show_outcome(outcome: Any) -> str:
     """An outcome in a table cell: the error kind, or the value."""
     if outcome.error is not None:
-        return outcome.error
+        return str(outcome.error)
     return repr(outcome.value)
 
 
-SESSION_SHOWN_MAX: Final[int] = 12
-
-
-def show_session(session_id: str) -> str:
-    """A session id, abbreviated with its UTF-8 size when it is long."""
-    if len(session_id) <= SESSION_SHOWN_MAX:
-        return repr(session_id)
-    size = len(session_id.encode())
-    return f"{session_id[:SESSION_SHOWN_MAX]!r}... ({size} bytes)"
-
-
 HARNESS_CHECKS: Final[frozenset[str]] = frozenset(
-    {"outcomes_agree", "states_agree", "clocks_agree", "no_crash"}
+    {"outcomes_agree", "states_agree", "no_crash"}
 )
 """Failed-check names that are the harness' comparisons, not catalogue invariants."""
 
 
-def _header(trace: AffinityTrace) -> str:
-    config = trace.config
-    sessions = ", ".join(show_session(s) for s in trace.session_pool)
+def _header(trace: Trace) -> str:
     return (
-        f"ttl_ns={config.ttl_ns} mode={config.mode.value} "
-        f"max_entries={config.max_entries} "
-        f"max_session_id_bytes={config.max_session_id_bytes} "
-        f"reaping={config.reaping}; sessions {sessions}; "
+        f"{trace.kind.subject}: {trace.kind.describe(trace.setup)}; "
         f"recorded with crate {trace.header.crate_version}, "
         f"suite {trace.header.suite_version}"
     )
@@ -289,7 +278,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     try:
         arguments = build_parser().parse_args(argv)
         trace = load(arguments.path)
-        factory, label = factory_for(arguments.sut, arguments.canary)
+        factory, label = factory_for(trace.kind, arguments.sut, arguments.canary)
         result = replay(trace, factory, label)
     except (UsageError, TraceError) as error:
         err.print(f"{PROG}: error: {error}", markup=False)

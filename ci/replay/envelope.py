@@ -10,16 +10,18 @@ Schema version 1, common to every subject (the envelope):
 
     format          "dynamo-verify-trace"
     schema_version  1
-    subject         which component the program drives ("affinity"; "queue" later)
+    subject         which component the program drives: "affinity" or "queue"
     suite_version   this suite's package version
     crate_version   `impl.adapter.CRATE_VERSION`, or "unknown" without the binding
     description     what the program shows, in English
     steps           [{"index": 1, "op": {...}, "expected": ..., "model": ...}, ...]
 
-plus the subject's own keys (for "affinity": `config` and `session_pool`),
-decoded by the subject's module (`ci/replay/affinity.py`), which is the only
-place that knows a subject's operations, values and model projection. A step
-may carry an optional `comment`.
+plus the subject's own keys (for "affinity": `config` and `session_pool`; for
+"queue": `profile`), decoded by the subject's trace kind (`ci/replay/affinity.py`,
+`ci/replay/queue.py`), the only places that know a subject's operations, values
+and model projection. A step may carry an optional `comment`. Affinity traces
+written before the queue kind existed are schema version 1 too and read
+unchanged.
 
 Files are written with sorted keys, a two-space indent, UTF-8 and a final
 newline, so that two recordings of one program are byte-identical and a
@@ -37,10 +39,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
-
-if TYPE_CHECKING:
-    from ci.replay.affinity import AffinityTrace
+from typing import Any, Final
 
 FORMAT: Final[str] = "dynamo-verify-trace"
 SCHEMA_VERSION: Final[int] = 1
@@ -64,9 +63,6 @@ STEP_OPTIONAL_KEYS: Final[frozenset[str]] = frozenset({"comment"})
 STEPS_MAX: Final[int] = 100_000
 """No trace holds more steps; a longer one is refused, never truncated."""
 TRACE_BYTES_MAX: Final[int] = 64 * 1024 * 1024
-
-SUBJECTS: Final[Mapping[str, str]] = {"affinity": "ci.replay.affinity"}
-"""Subject name -> the module that decodes its traces."""
 
 
 class TraceError(ValueError):
@@ -242,16 +238,16 @@ def read_steps(document: dict[str, Any]) -> list[dict[str, Any]]:
     return steps
 
 
-def subject_of(document: object) -> str:
-    """The subject named by a parsed trace, checked against the known subjects."""
+def subject_of(document: object, known: Mapping[str, object]) -> str:
+    """The subject named by a parsed trace, checked against the `known` subjects."""
     if not isinstance(document, dict):
         raise TraceError("trace", f"expected an object, got {type_name(document)}")
     if "subject" not in document:
         raise TraceError("trace", "missing field 'subject'")
     subject = expect_str(document["subject"], "subject")
-    if subject not in SUBJECTS:
-        known = ", ".join(sorted(SUBJECTS))
-        raise TraceError("subject", f"unknown subject {subject!r} (known: {known})")
+    if subject not in known:
+        names = ", ".join(sorted(known))
+        raise TraceError("subject", f"unknown subject {subject!r} (known: {names})")
     return subject
 
 
@@ -292,29 +288,3 @@ def read_text(path: Path) -> str:
         raise TraceError("", "no such trace file", str(file)) from None
     except (OSError, UnicodeDecodeError) as error:
         raise TraceError("", f"cannot read: {error}", str(file)) from None
-
-
-def loads(text: str, source: str = "") -> AffinityTrace:
-    """Decode a trace of any known subject from JSON text."""
-    document = parse(text, source)
-    try:
-        subject = subject_of(document)
-        kind = importlib.import_module(SUBJECTS[subject])
-        trace: AffinityTrace = kind.decode(document)
-    except TraceError as error:
-        raise error.in_file(source) from None
-    return trace
-
-
-def load(path: Path) -> AffinityTrace:
-    """Read a trace file (or an artifact folder's `trace.json`)."""
-    file = trace_path(path)
-    return loads(read_text(file), str(file))
-
-
-def save(trace: AffinityTrace, path: Path) -> Path:
-    """Write `trace` to `path` (or into an artifact folder) deterministically."""
-    file = trace_path(path)
-    file.parent.mkdir(parents=True, exist_ok=True)
-    file.write_text(trace.dumps(), encoding="utf-8")
-    return file

@@ -15,12 +15,12 @@ fails the same checks as the original's. Deletion is `ddmin` (Zeller and
 Hildebrandt 2002) over the steps, then single-step deletion until no step can
 go.
 
-Handles are numbered in creation order, so deleting an `Acquire` renumbers
-every later handle. Candidates are therefore rebuilt by the reference model:
-each kept step that created a handle in the original maps the original number
-to the new one, and a kept step that uses a handle whose creator was deleted
-is deleted too. Every candidate is replayed, so a mapping that happens to
-change the program's meaning costs a rejected candidate, never a wrong result.
+A subject's trace kind rebuilds the kept steps as a program
+(`TraceKind.rebuild`): affinity handles are numbered in creation order, so
+deleting an `Acquire` renumbers every later handle, which the affinity kind
+maps; queue payloads are chosen by the program and need no mapping. Every
+candidate is replayed, so a mapping that happens to change the program's
+meaning costs a rejected candidate, never a wrong result.
 """
 
 from __future__ import annotations
@@ -28,28 +28,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import Final
 
-from ci.replay.affinity import AffinityTrace, record
 from ci.replay.command import UsageError, build_parser, factory_for, replay
-from ci.replay.envelope import TraceError, load, save
-from model.affinity.ops import (
-    Abort,
-    Acquire,
-    Commit,
-    Invalidate,
-    Join,
-    Op,
-    Outcome,
-    PollWaiter,
-    Release,
-    outcome_of,
-)
-from model.affinity.table import ModelAffinity
-from model.affinity.types import Bound, Initialize, Wait
-from stateful.affinity_subject import SutFactory
+from ci.replay.envelope import TraceError
+from ci.replay.trace import Factory, Trace, load, save
 
 REPLAYS_MAX: Final[int] = 5_000
 """Candidate replays per minimization; reaching it raises, never truncates."""
@@ -59,70 +43,10 @@ class MinimizeError(Exception):
     """The trace does not fail, or the replay budget ran out."""
 
 
-def created_handle(op: Op, outcome: Outcome) -> int | None:
-    """The handle number a step handed out, if any."""
-    value = outcome.value
-    if isinstance(op, Acquire) and isinstance(value, Initialize | Bound):
-        return value.handle
-    if isinstance(op, Acquire) and isinstance(value, Wait):
-        return value.waiter
-    if isinstance(op, Join | Commit) and isinstance(value, int) and outcome.ok:
-        return value
-    return None
-
-
-def used_handle(op: Op) -> int | None:
-    """The handle number a step consumes or reads, if any."""
-    if isinstance(op, Commit | Abort | Release | Invalidate):
-        return op.handle
-    if isinstance(op, PollWaiter):
-        return op.waiter
-    return None
-
-
-def _with_handle(op: Op, handle: int) -> Op:
-    if isinstance(op, PollWaiter):
-        return replace(op, waiter=handle)
-    assert isinstance(op, Commit | Abort | Release | Invalidate)
-    return replace(op, handle=handle)
-
-
-def rebuild(trace: AffinityTrace, keep: Sequence[int]) -> list[tuple[int, Op]]:
-    """The kept steps (0-based positions) as a program, handles renumbered.
-
-    Returns each surviving step's original position and its rewritten
-    operation; a step whose handle's creator was deleted does not survive.
-    """
-    creators = {
-        handle: position
-        for position, step in enumerate(trace.steps)
-        if (handle := created_handle(step.op, step.expected)) is not None
-    }
-    model = ModelAffinity(trace.config)
-    renumbered: dict[int, int] = {}
-    program: list[tuple[int, Op]] = []
-    for position in keep:
-        step = trace.steps[position]
-        op = step.op
-        used = used_handle(op)
-        if used is not None and used in creators:
-            if used not in renumbered:
-                continue  # its creator was deleted: this step goes too
-            op = _with_handle(op, renumbered[used])
-        now = created_handle(op, outcome_of(model, op))
-        original = created_handle(step.op, step.expected)
-        if original is not None and now is not None:
-            renumbered[original] = now
-        program.append((position, op))
-    return program
-
-
 class _Judge:
     """Replays candidates and counts them against the budget."""
 
-    def __init__(
-        self, trace: AffinityTrace, factory: SutFactory, replays_max: int
-    ) -> None:
+    def __init__(self, trace: Trace, factory: Factory, replays_max: int) -> None:
         self.trace = trace
         self.factory = factory
         self.replays = 0
@@ -137,10 +61,9 @@ class _Judge:
         self.replays += 1
         if self.replays > self.replays_max:
             raise MinimizeError(f"more than {self.replays_max} replays; giving up")
-        program = [op for _, op in rebuild(self.trace, keep)]
-        candidate = record(
-            self.trace.config, self.trace.session_pool, program, "candidate"
-        )
+        trace = self.trace
+        program = [op for _, op in trace.kind.rebuild(trace, keep)]
+        candidate = trace.kind.record(trace.setup, program, "candidate")
         first = replay(candidate, self.factory, "candidate").first_failure
         return first is not None and first.failed == self.failed
 
@@ -173,18 +96,17 @@ def _ddmin(judge: _Judge, keep: list[int]) -> list[int]:
 
 
 def minimize(
-    trace: AffinityTrace, factory: SutFactory, replays_max: int = REPLAYS_MAX
-) -> tuple[AffinityTrace, int]:
+    trace: Trace, factory: Factory, replays_max: int = REPLAYS_MAX
+) -> tuple[Trace, int]:
     """The smallest failing sub-program found, and the replays it took."""
     judge = _Judge(trace, factory, replays_max)
-    kept = rebuild(trace, _ddmin(judge, list(range(len(trace.steps)))))
+    kept = trace.kind.rebuild(trace, _ddmin(judge, list(range(len(trace.steps)))))
     description = (
         f"{trace.description} Minimized from {len(trace.steps)} to "
         f"{len(kept)} steps by deleting steps (python -m ci.replay.minimize)."
     ).strip()
-    minimal = record(
-        trace.config,
-        trace.session_pool,
+    minimal = trace.kind.record(
+        trace.setup,
         [op for _, op in kept],
         description,
         [trace.steps[position].comment for position, _ in kept],
@@ -208,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         arguments: argparse.Namespace = parser.parse_args(argv)
         trace = load(arguments.path)
-        factory, label = factory_for(arguments.sut, arguments.canary)
+        factory, label = factory_for(trace.kind, arguments.sut, arguments.canary)
         minimal, replays = minimize(trace, factory)
     except (UsageError, TraceError) as error:
         print(f"ci.replay.minimize: error: {error}", file=sys.stderr)

@@ -3,8 +3,8 @@
 `ci/replay/corpus/*.json` are the source of truth; `tests/test_corpus.py` replays each
 against the model and the system under test. Two ways in:
 
-* `python -m ci.replay.corpus build [--check]` writes (or compares) the hand-written
-  scenarios of `ci/replay/corpus/scenarios.py`;
+* `python -m ci.replay.corpus build [--check]` writes (or compares) the
+  hand-written scenarios of `scenarios.py` (affinity) and `queue_scenarios.py`;
 * `python -m ci.replay.corpus add ARTIFACT_OR_TRACE --name NAME` copies a found
   counterexample in, with today's model answers recorded at every step.
 """
@@ -16,9 +16,16 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Final
 
-from ci.replay.affinity import AffinityTrace, record
+from ci.replay.affinity import record
+from ci.replay.corpus.queue_scenarios import (
+    QUEUE_SCENARIOS,
+    QueueScenario,
+    stated_mismatch,
+)
 from ci.replay.corpus.scenarios import SCENARIOS, Do, Scenario, Unchecked
-from ci.replay.envelope import TraceError, load
+from ci.replay.envelope import TraceError
+from ci.replay.queue import KIND as QUEUE
+from ci.replay.trace import Trace, load
 from model.affinity.ops import Outcome, outcome_of
 from model.affinity.table import ModelAffinity
 
@@ -65,7 +72,7 @@ def _check_step(scenario: Scenario, index: int, step: Do, model: ModelAffinity) 
         raise CorpusError(f"{where}: expected {step.published}, published {published}")
 
 
-def build_scenario(scenario: Scenario) -> AffinityTrace:
+def build_scenario(scenario: Scenario) -> Trace:
     """Check a scenario against the model and record it as a trace."""
     model = ModelAffinity(scenario.config)
     for index, step in enumerate(scenario.steps, start=1):
@@ -79,14 +86,38 @@ def build_scenario(scenario: Scenario) -> AffinityTrace:
     )
 
 
+def build_queue_scenario(scenario: QueueScenario) -> Trace:
+    """Record a queue scenario on the model; refuse it where the model disagrees."""
+    trace = QUEUE.record(
+        scenario.spec,
+        [step.op for step in scenario.steps],
+        scenario.description,
+        [step.comment for step in scenario.steps],
+    )
+    for stated, recorded in zip(scenario.steps, trace.steps, strict=True):
+        mismatch = stated_mismatch(
+            stated, recorded.expected, recorded.model.pending_count
+        )
+        if mismatch:
+            raise CorpusError(
+                f"{scenario.name} step {recorded.index} ({stated.op!r}): "
+                f"the scenario states otherwise, but the model {mismatch}"
+            )
+    return trace
+
+
 def build(directory: Path = CORPUS_DIR) -> dict[Path, str]:
     """Every hand-written scenario's file path and JSON text."""
-    names = [scenario.name for scenario in SCENARIOS]
+    names = [s.name for s in SCENARIOS] + [s.name for s in QUEUE_SCENARIOS]
     if len(set(names)) != len(names):
         raise CorpusError("two scenarios share a name")
-    return {
+    built = {
         directory / f"{scenario.name}.json": build_scenario(scenario).dumps()
         for scenario in SCENARIOS
+    }
+    return built | {
+        directory / f"{scenario.name}.json": build_queue_scenario(scenario).dumps()
+        for scenario in QUEUE_SCENARIOS
     }
 
 
@@ -124,9 +155,8 @@ def add(
         found = load(source)
     except TraceError as error:
         raise CorpusError(str(error)) from None
-    fresh = record(
-        found.config,
-        found.session_pool,
+    fresh = found.kind.record(
+        found.setup,
         found.ops,
         description or found.description,
         [step.comment for step in found.steps],

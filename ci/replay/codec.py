@@ -1,0 +1,178 @@
+"""Operations as JSON, driven by their dataclass field annotations.
+
+An operation is written `{"op": <class name>, <field>: <value>, ...}`. Each
+field's codec follows from its annotation: integers, strings and booleans as
+themselves; a float as a number, or `"inf"`, `"-inf"`, `"nan"` (JSON has no
+such numbers); `X | None` as null or X; a `frozenset` as a sorted array;
+a `Literal` as one of its values; any other type through the codec a subject
+registers for it (a `Target`; a `Dispatch` through `dataclass_codec`, an
+object of its fields). A new operation therefore needs no change here unless
+it introduces a new field type.
+"""
+
+from __future__ import annotations
+
+import math
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import fields
+from types import NoneType, UnionType
+from typing import Any, Final, Literal, get_args, get_origin, get_type_hints
+
+from ci.replay.envelope import (
+    TraceError,
+    expect_bool,
+    expect_int,
+    expect_list,
+    expect_object,
+    expect_optional,
+    expect_str,
+    type_name,
+)
+
+Decoder = Callable[[object, str], Any]
+Encoder = Callable[[Any], Any]
+Codec = tuple[Encoder, Decoder]
+
+NON_FINITE: Final[dict[str, float]] = {
+    "inf": math.inf,
+    "-inf": -math.inf,
+    "nan": math.nan,
+}
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
+def encode_float(value: float) -> float | str:
+    """A finite float as itself; infinities and NaN by name."""
+    if math.isnan(value):
+        return "nan"
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return value
+
+
+def decode_float(value: object, where: str) -> float:
+    """A JSON number (an integer too), or `"inf"`, `"-inf"`, `"nan"`."""
+    if isinstance(value, str) and value in NON_FINITE:
+        return NON_FINITE[value]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TraceError(
+            where, f"expected a number or 'inf', '-inf', 'nan', got {type_name(value)}"
+        )
+    return float(value)
+
+
+def _set_codec(encode: Encoder, decode: Decoder) -> Codec:
+    def encode_set(value: Any) -> list[Any]:
+        return [encode(item) for item in sorted(value)]
+
+    def decode_set(value: object, where: str) -> frozenset[Any]:
+        items = expect_list(value, where)
+        return frozenset(decode(item, f"{where}[{i}]") for i, item in enumerate(items))
+
+    return encode_set, decode_set
+
+
+def _literal_decoder(allowed: tuple[object, ...]) -> Decoder:
+    def decode(value: object, where: str) -> object:
+        if value not in allowed:
+            known = ", ".join(repr(item) for item in allowed)
+            raise TraceError(where, f"expected one of {known}, got {value!r}")
+        return value
+
+    return decode
+
+
+def dataclass_codec(cls: type, registered: Mapping[type, Codec]) -> Codec:
+    """A frozen dataclass as an object with one key per field, strictly."""
+    hints = get_type_hints(cls)
+    spec = [(f.name, *codec_for(hints[f.name], registered)) for f in fields(cls)]
+    keys = frozenset(name for name, _, _ in spec)
+
+    def encode(value: Any) -> dict[str, Any]:
+        return {name: write(getattr(value, name)) for name, write, _ in spec}
+
+    def decode(value: object, where: str) -> Any:
+        raw = expect_object(value, where, keys)
+        return cls(
+            **{name: read(raw[name], f"{where}.{name}") for name, _, read in spec}
+        )
+
+    return encode, decode
+
+
+def codec_for(annotation: object, registered: Mapping[type, Codec]) -> Codec:
+    """How a field of this annotation is written and read."""
+    basic: dict[object, Codec] = {
+        int: (_same, expect_int),
+        str: (_same, expect_str),
+        bool: (_same, expect_bool),
+        float: (encode_float, decode_float),
+    }
+    if annotation in basic:
+        return basic[annotation]
+    if isinstance(annotation, type) and annotation in registered:
+        return registered[annotation]
+    if get_origin(annotation) is Literal:
+        return _same, _literal_decoder(get_args(annotation))
+    if get_origin(annotation) is frozenset:
+        (member,) = get_args(annotation)
+        return _set_codec(*codec_for(member, registered))
+    if get_origin(annotation) in (UnionType, typing.Union):
+        members = [arg for arg in get_args(annotation) if arg is not NoneType]
+        if len(members) == 1 and len(get_args(annotation)) == 2:
+            encode, decode = codec_for(members[0], registered)
+
+            def encode_optional(value: Any) -> Any:
+                return None if value is None else encode(value)
+
+            def decode_optional(value: object, where: str) -> Any:
+                return expect_optional(value, where, decode)
+
+            return encode_optional, decode_optional
+    raise TypeError(f"trace fields of type {annotation!r} have no codec")
+
+
+class OpCodec:
+    """Encodes and decodes one subject's operations by class name."""
+
+    def __init__(
+        self, op_types: Sequence[type], registered: Mapping[type, Codec]
+    ) -> None:
+        """Build each operation's field codecs (once, at import)."""
+        self.by_name: dict[str, type] = {op.__name__: op for op in op_types}
+        self.fields: dict[str, tuple[tuple[str, Encoder, Decoder], ...]] = {
+            name: tuple(
+                (field.name, *codec_for(get_type_hints(op)[field.name], registered))
+                for field in fields(op)
+            )
+            for name, op in sorted(self.by_name.items())
+        }
+
+    def encode(self, op: Any) -> dict[str, Any]:
+        """`{"op": <class name>, <field>: <value>, ...}`."""
+        name = type(op).__name__
+        return {"op": name} | {
+            field: encode(getattr(op, field)) for field, encode, _ in self.fields[name]
+        }
+
+    def decode(self, value: object, where: str) -> Any:
+        """An operation, its fields checked by type."""
+        if not isinstance(value, dict) or "op" not in value:
+            raise TraceError(where, "expected an operation object with an 'op' field")
+        name = value["op"]
+        if not isinstance(name, str) or name not in self.by_name:
+            known = ", ".join(sorted(self.by_name))
+            raise TraceError(where, f"unknown operation {name!r} (known: {known})")
+        spec = self.fields[name]
+        raw = expect_object(
+            value, f"{where}: {name}", frozenset({"op"} | {f for f, _, _ in spec})
+        )
+        arguments = {
+            field: decode(raw[field], f"{where}: {name}.{field}")
+            for field, _, decode in spec
+        }
+        return self.by_name[name](**arguments)

@@ -1,0 +1,378 @@
+"""The queue trace kind: everything a trace knows about `PolicyQueue`.
+
+Subject key (beside the envelope of `ci/replay/envelope.py`):
+
+    profile   {"classes": [class config, ...], "yaml": text or null,
+               "model_name": text or null, "fallback_policy": "fcfs"|"wspt"|"lcfs"}
+              -- `stateful.queue_subject.ProfileSpec`: the crate parses `yaml`
+              (the synthetic profile when null) and resolves `model_name`;
+              the model is given `classes`, what resolution must yield
+
+A class config is {"name", "queue_policy", "quantum",
+"request_queue_limit_per_worker", "raw_isl_token_queue_limit_per_worker",
+"cached_token_queue_limit_per_worker"} (limits null when absent).
+
+Each step:
+
+    op        {"op": <model.queue.ops class name>, <field>: <value>, ...}; a
+              worker is {"worker_id": 1, "dp_rank": 0}, a `Dispatch`
+              {"saturated": [worker, ...], "any_dispatchable": true,
+              "paused_classes": [0]}, a payload set a sorted array, a float a
+              number or "inf", "-inf", "nan"
+    expected  {"value": ..., "error": <error kind> or null, "message": ...};
+              values are null, booleans, or objects tagged by type:
+              "Rejection", "QueuedItem", "ClassStats", "ClassConfig", and
+              "Drained" ({"items": [queued item, ...]})
+    model     {"pending_count", "drained", "round_cursor", "carry",
+               "classes": [{"payloads": [...], "blocked": [worker, ...],
+               "deficit": n}]}: each class's payloads in enqueue order, its
+              blocked lanes and its DRR credit
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ci.replay.codec import Codec, OpCodec, codec_for, dataclass_codec
+from ci.replay.envelope import (
+    TraceError,
+    expect_bool,
+    expect_int,
+    expect_list,
+    expect_object,
+    expect_optional,
+    expect_str,
+)
+from ci.replay.trace import Factory, TraceKind
+from model.errors import PolicyConfigError, QueueUsageError
+from model.queue.ops import QUEUE_OP_TYPES, QueueOutcome, QueueValue
+from model.queue.table import ModelPolicyQueue, QueueState
+from model.queue.types import (
+    ClassConfig,
+    ClassStats,
+    Dispatch,
+    QueuedItem,
+    QueuePolicy,
+    Rejection,
+    Worker,
+)
+from stateful.queue_subject import (
+    ProfileSpec,
+    QueueHarness,
+    model_factory,
+    native_factory,
+)
+
+SUBJECT: Final[str] = "queue"
+SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"profile"})
+PROFILE_KEYS: Final[frozenset[str]] = frozenset(
+    {"classes", "yaml", "model_name", "fallback_policy"}
+)
+CLASSES_MAX: Final[int] = 64
+
+_WORKER: Final[Codec] = dataclass_codec(Worker, {})
+_REGISTERED: dict[type, Codec] = {Worker: _WORKER}
+_REGISTERED[Dispatch] = dataclass_codec(Dispatch, _REGISTERED)
+_CONFIG: Final[Codec] = dataclass_codec(ClassConfig, _REGISTERED)
+_POLICY: Final[Codec] = codec_for(QueuePolicy, _REGISTERED)
+VALUES: Final[dict[str, tuple[type, Codec]]] = {
+    cls.__name__: (cls, dataclass_codec(cls, _REGISTERED))
+    for cls in (Rejection, QueuedItem, ClassStats, ClassConfig)
+}
+"""Tagged value types, by their `type` tag."""
+OPS: Final[OpCodec] = OpCodec(QUEUE_OP_TYPES, _REGISTERED)
+
+
+# ---- the profile -------------------------------------------------------------
+
+
+def encode_profile(spec: ProfileSpec) -> dict[str, Any]:
+    """The spec's classes, YAML, model name and fallback policy."""
+    encode_config, _ = _CONFIG
+    return {
+        "classes": [encode_config(config) for config in spec.configs],
+        "yaml": spec.yaml_text,
+        "model_name": spec.model_name,
+        "fallback_policy": spec.fallback_policy,
+    }
+
+
+def decode_profile(value: object, where: str = "profile") -> ProfileSpec:
+    """A strict `ProfileSpec` whose classes the model accepts."""
+    raw = expect_object(value, where, PROFILE_KEYS)
+    _, decode_config = _CONFIG
+    listed = expect_list(raw["classes"], f"{where}.classes")
+    if not 1 <= len(listed) <= CLASSES_MAX:
+        raise TraceError(
+            f"{where}.classes",
+            f"expected 1 to {CLASSES_MAX} classes, got {len(listed)}",
+        )
+    spec = ProfileSpec(
+        configs=tuple(
+            decode_config(item, f"{where}.classes[{index}]")
+            for index, item in enumerate(listed)
+        ),
+        yaml_text=expect_optional(raw["yaml"], f"{where}.yaml", expect_str),
+        model_name=expect_optional(
+            raw["model_name"], f"{where}.model_name", expect_str
+        ),
+        fallback_policy=_POLICY[1](raw["fallback_policy"], f"{where}.fallback_policy"),
+    )
+    try:
+        ModelPolicyQueue(spec.configs)
+    except (QueueUsageError, PolicyConfigError) as error:
+        raise TraceError(where, f"invalid profile: {error}") from None
+    return spec
+
+
+# ---- outcomes ----------------------------------------------------------------
+
+
+def encode_value(value: QueueValue) -> Any:
+    """A step's return value: null, a boolean, or an object tagged by type."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, tuple):
+        encode_item = VALUES["QueuedItem"][1][0]
+        return {"type": "Drained", "items": [encode_item(item) for item in value]}
+    name = type(value).__name__
+    return {"type": name} | VALUES[name][1][0](value)
+
+
+def decode_value(value: object, where: str) -> QueueValue:
+    """The inverse of `encode_value`."""
+    if value is None or isinstance(value, bool):
+        return value
+    if not isinstance(value, dict) or not isinstance(value.get("type"), str):
+        raise TraceError(where, "expected null, a boolean or a typed object")
+    tag = value["type"]
+    untagged = {key: item for key, item in value.items() if key != "type"}
+    if tag == "Drained":
+        decode_item = VALUES["QueuedItem"][1][1]
+        raw = expect_object(untagged, f"{where} (Drained)", frozenset({"items"}))
+        items = expect_list(raw["items"], f"{where}.items")
+        return tuple(
+            decode_item(item, f"{where}.items[{index}]")
+            for index, item in enumerate(items)
+        )
+    if tag not in VALUES:
+        known = ", ".join(sorted([*VALUES, "Drained"]))
+        raise TraceError(where, f"unknown value type {tag!r} (known: {known})")
+    decoded: QueueValue = VALUES[tag][1][1](untagged, f"{where} ({tag})")
+    return decoded
+
+
+def encode_outcome(outcome: QueueOutcome) -> dict[str, Any]:
+    """`{"value": ..., "error": kind or null, "message": text}`."""
+    return {
+        "value": encode_value(outcome.value),
+        "error": outcome.error,
+        "message": outcome.message,
+    }
+
+
+def decode_outcome(value: object, where: str) -> QueueOutcome:
+    """A `QueueOutcome`; an outcome with an error carries a null value."""
+    raw = expect_object(value, where, frozenset({"value", "error", "message"}))
+    error = expect_optional(raw["error"], f"{where}.error", expect_str)
+    decoded = decode_value(raw["value"], f"{where}.value")
+    if error is not None and decoded is not None:
+        raise TraceError(where, "an outcome with an error has a null value")
+    return QueueOutcome(
+        value=decoded,
+        error=error,
+        message=expect_str(raw["message"], f"{where}.message"),
+    )
+
+
+# ---- projection --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClassSummary:
+    """One class as the projection shows it."""
+
+    payloads: tuple[int, ...]  # in enqueue order
+    blocked: tuple[Worker, ...]  # sorted
+    deficit: int
+
+
+@dataclass(frozen=True)
+class Projection:
+    """A small view of the model after a step."""
+
+    pending_count: int
+    drained: bool
+    round_cursor: int
+    carry: int | None
+    classes: tuple[ClassSummary, ...]
+
+
+def project(state: QueueState) -> Projection:
+    """The projection of a model snapshot."""
+    return Projection(
+        pending_count=state.pending_count,
+        drained=state.drained,
+        round_cursor=state.round_cursor,
+        carry=state.carry,
+        classes=tuple(
+            ClassSummary(
+                payloads=tuple(entry.payload for entry in cls.entries),
+                blocked=tuple(sorted(cls.blocked)),
+                deficit=cls.deficit,
+            )
+            for cls in state.classes
+        ),
+    )
+
+
+_CLASS_KEYS: Final[frozenset[str]] = frozenset({"payloads", "blocked", "deficit"})
+_PROJECTION_KEYS: Final[frozenset[str]] = frozenset(
+    {"pending_count", "drained", "round_cursor", "carry", "classes"}
+)
+
+
+def encode_projection(projection: Projection) -> dict[str, Any]:
+    """The projection as JSON."""
+    encode_worker, _ = _WORKER
+    return {
+        "pending_count": projection.pending_count,
+        "drained": projection.drained,
+        "round_cursor": projection.round_cursor,
+        "carry": projection.carry,
+        "classes": [
+            {
+                "payloads": list(cls.payloads),
+                "blocked": [encode_worker(worker) for worker in cls.blocked],
+                "deficit": cls.deficit,
+            }
+            for cls in projection.classes
+        ],
+    }
+
+
+def decode_projection(value: object, where: str) -> Projection:
+    """A model projection, strictly."""
+    raw = expect_object(value, where, _PROJECTION_KEYS)
+    _, decode_worker = _WORKER
+    classes = []
+    for index, item in enumerate(expect_list(raw["classes"], f"{where}.classes")):
+        place = f"{where}.classes[{index}]"
+        cls = expect_object(item, place, _CLASS_KEYS)
+        payloads = expect_list(cls["payloads"], f"{place}.payloads")
+        blocked = expect_list(cls["blocked"], f"{place}.blocked")
+        classes.append(
+            ClassSummary(
+                payloads=tuple(
+                    expect_int(p, f"{place}.payloads[{i}]")
+                    for i, p in enumerate(payloads)
+                ),
+                blocked=tuple(
+                    decode_worker(w, f"{place}.blocked[{i}]")
+                    for i, w in enumerate(blocked)
+                ),
+                deficit=expect_int(cls["deficit"], f"{place}.deficit"),
+            )
+        )
+    return Projection(
+        pending_count=expect_int(raw["pending_count"], f"{where}.pending_count"),
+        drained=expect_bool(raw["drained"], f"{where}.drained"),
+        round_cursor=expect_int(raw["round_cursor"], f"{where}.round_cursor"),
+        carry=expect_optional(raw["carry"], f"{where}.carry", expect_int),
+        classes=tuple(classes),
+    )
+
+
+# ---- the kind ----------------------------------------------------------------
+
+
+class QueueKind(TraceKind):
+    """Traces of `PolicyQueue` programs."""
+
+    subject = SUBJECT
+    noun = "queue"
+    setup_keys = SUBJECT_KEYS
+
+    def encode_setup(self, setup: ProfileSpec) -> dict[str, Any]:
+        """`profile`."""
+        return {"profile": encode_profile(setup)}
+
+    def decode_setup(self, document: dict[str, Any]) -> ProfileSpec:
+        """A profile whose classes the model accepts."""
+        return decode_profile(document["profile"])
+
+    def encode_op(self, op: Any) -> dict[str, Any]:
+        """`{"op": <class name>, <field>: <value>, ...}`."""
+        return OPS.encode(op)
+
+    def decode_op(self, value: object, where: str) -> Any:
+        """An operation of `model.queue.ops`, its fields checked by type."""
+        return OPS.decode(value, where)
+
+    def encode_outcome(self, outcome: Any) -> dict[str, Any]:
+        """`encode_outcome`."""
+        return encode_outcome(outcome)
+
+    def decode_outcome(self, value: object, where: str) -> QueueOutcome:
+        """`decode_outcome`."""
+        return decode_outcome(value, where)
+
+    def encode_projection(self, projection: Any) -> dict[str, Any]:
+        """`encode_projection`."""
+        return encode_projection(projection)
+
+    def decode_projection(self, value: object, where: str) -> Projection:
+        """`decode_projection`."""
+        return decode_projection(value, where)
+
+    def project(self, model: Any) -> Projection:
+        """Counters, cursor, carry, and per class payloads, blocks and credit."""
+        return project(model.state)
+
+    def harness(self, setup: ProfileSpec, factory: Factory) -> QueueHarness:
+        """A `QueueHarness` over the profile."""
+        return QueueHarness(setup, factory)
+
+    def setup_of(self, harness: Any) -> ProfileSpec:
+        """The profile a `QueueHarness` was built from."""
+        spec: ProfileSpec = harness.config
+        return spec
+
+    def describe(self, setup: ProfileSpec) -> str:
+        """Each class's name, policy, quantum and limits; where the YAML came from."""
+        classes = "; ".join(
+            f"{c.name} {c.queue_policy} quantum={c.quantum}"
+            + "".join(
+                f" {kind}<={limit}"
+                for kind in ("requests", "raw_isl_tokens", "cached_tokens")
+                if (limit := c.limit_per_worker(kind)) is not None
+            )
+            for c in setup.configs
+        )
+        source = (
+            f"synthetic {setup.fallback_policy}"
+            if setup.yaml_text is None
+            else f"YAML, model {setup.model_name!r}, fallback {setup.fallback_policy}"
+        )
+        return f"classes: {classes}; profile from {source}"
+
+    def model_factory(self) -> Factory:
+        """A second `ModelPolicyQueue`."""
+        return model_factory
+
+    def native_factory(self) -> Factory:
+        """The crate's queue (imports the binding)."""
+        import impl.adapter  # noqa: F401, PLC0415 - fail here when unbuilt
+
+        return native_factory
+
+    def canaries(self) -> Mapping[str, Factory]:
+        """`ci.canaries.queue.CANARIES`."""
+        from ci.canaries.queue import CANARIES  # noqa: PLC0415 - only when asked
+
+        return CANARIES
+
+
+KIND: Final[QueueKind] = QueueKind()
