@@ -108,6 +108,7 @@ def _next_tick_ns(state: AffinityState) -> int:
 class AffinityMachine(DifferentialMachine):
     """Model vs system under test, step by step."""
 
+    subject = "affinity"
     factory: ClassVar[SutFactory | None] = None
 
     def _harness(self) -> AffinityHarness:

@@ -12,18 +12,24 @@ Each machine class (and each subclass a test makes) counts on its own.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from hypothesis import event, note
-from hypothesis.stateful import RuleBasedStateMachine
+from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
-from stateful import capture
+from properties.registry import Subject, goals
+from stateful import capture, stats
 from stateful.harness import Harness, StepReport
+
+STEPS_MIN = 1_000
+"""A machine test that ran fewer steps under the loaded profile fails as vacuous."""
 
 
 class DifferentialMachine(RuleBasedStateMachine):
     """A Hypothesis machine that drives one subject's harness."""
 
+    subject: ClassVar[Subject]
     goals_reached: ClassVar[set[str]] = set()
     goal_counts: ClassVar[dict[str, int]] = {}
     rules_run: ClassVar[set[str]] = set()
@@ -68,3 +74,41 @@ class DifferentialMachine(RuleBasedStateMachine):
         assert report.states_agree, report.first_difference()
         assert not report.violations, report.first_difference()
         return report
+
+
+def rules_of(machine: type[DifferentialMachine]) -> list[str]:
+    """The names of a machine's rules, sorted."""
+    return sorted(
+        name
+        for name in dir(machine)
+        if hasattr(getattr(machine, name), "hypothesis_stateful_rule")
+    )
+
+
+def run_and_check(
+    machine: type[DifferentialMachine], name: str, tags: Sequence[str] = ()
+) -> None:
+    """Run `machine` under the loaded profile and record what it covered.
+
+    Every step must agree; then every rule must have run, every coverage goal
+    of the subject reachable under `tags` must have been reached, and at least
+    `STEPS_MIN` steps must have run. The gate's machines table reads the
+    record, which is written for a failed run too.
+    """
+    machine.goals_reached.clear()
+    machine.goal_counts.clear()
+    machine.rules_run.clear()
+    machine.steps_run = 0
+    rules = rules_of(machine)
+    try:
+        run_state_machine_as_test(machine)
+    finally:  # the gate's summary wants the numbers of a failed run too
+        stats.record_machine(machine.subject, machine, rules, name, tags)
+
+    print(f"steps: {machine.steps_run}")
+    for goal, count in sorted(machine.goal_counts.items()):
+        print(f"goal {goal}: {count}")
+    wanted = {p.name for p in goals(machine.subject, tags)}
+    assert set() == wanted - machine.goals_reached
+    assert set() == set(rules) - machine.rules_run
+    assert machine.steps_run >= STEPS_MIN

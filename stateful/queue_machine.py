@@ -116,6 +116,7 @@ def profile_specs(draw: st.DrawFn) -> ProfileSpec:
 class QueueMachine(DifferentialMachine):
     """Model and system under test side by side, over one profile per run."""
 
+    subject = "queue"
     factory: ClassVar[QueueFactory | None] = None
 
     def __init__(self) -> None:

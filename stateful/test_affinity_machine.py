@@ -10,49 +10,16 @@ Python side), and the crate's manual-clock run is skipped with the reason.
 from __future__ import annotations
 
 import pytest
-from hypothesis.stateful import run_state_machine_as_test
 
 from model.affinity.table import ModelAffinity
 from model.affinity.types import Reaping
-from properties.registry import goals
-from stateful import stats
 from stateful.affinity_machine import (
     AffinityMachine,
     RuntimeClockRefusalMachine,
     manual_clock_machine,
 )
 from stateful.harness import sut_name
-
-STEPS_MIN = 1_000
-
-
-def _rules(machine: type[AffinityMachine]) -> list[str]:
-    return sorted(
-        name
-        for name in dir(machine)
-        if hasattr(getattr(machine, name), "hypothesis_stateful_rule")
-    )
-
-
-def _run(machine: type[AffinityMachine], tags: tuple[str, ...], name: str) -> None:
-    """Run `machine`; every step agrees, every rule runs, every goal is reached."""
-    machine.goals_reached.clear()
-    machine.goal_counts.clear()
-    machine.rules_run.clear()
-    machine.steps_run = 0
-    rules = _rules(machine)
-    try:
-        run_state_machine_as_test(machine)
-    finally:  # the gate's summary wants the numbers of a failed run too
-        stats.record_machine("affinity", machine, rules, name, tags)
-
-    print(f"steps: {machine.steps_run}")
-    for goal, count in sorted(machine.goal_counts.items()):
-        print(f"goal {goal}: {count}")
-    wanted = {p.name for p in goals("affinity", tags)}
-    assert set() == wanted - machine.goals_reached
-    assert set() == set(rules) - machine.rules_run
-    assert machine.steps_run >= STEPS_MIN
+from stateful.machine import run_and_check
 
 
 def _target_has_manual_clock() -> tuple[bool, Reaping]:
@@ -68,7 +35,7 @@ def test_the_crate_agrees_with_the_model_and_every_goal_is_reached() -> None:
     machine: type[AffinityMachine] = AffinityMachine
     if sut_name() == "native" and _target_has_manual_clock()[0]:
         machine = RuntimeClockRefusalMachine  # the crate's advance_clock exists
-    _run(machine, ("runtime", "runtime_reaper"), "AffinityMachine")
+    run_and_check(machine, ("runtime", "runtime_reaper"), "AffinityMachine")
 
 
 def test_the_crates_manual_clock_agrees_with_the_model() -> None:
@@ -78,7 +45,7 @@ def test_the_crates_manual_clock_agrees_with_the_model() -> None:
     present, reaping = _target_has_manual_clock()
     if not present:
         pytest.skip("the target has no manual clock (crates.io 1.6.1 has none)")
-    _run(
+    run_and_check(
         manual_clock_machine(reaping),
         ("manual", reaping),
         "ManualClockMachine",
@@ -90,4 +57,4 @@ def test_the_manual_clock_axis_model_against_model(reaping: Reaping) -> None:
     """Manual clock, each schedule: the machine's manual path, model against model."""
     machine = manual_clock_machine(reaping)
     machine.factory = ModelAffinity
-    _run(machine, ("manual", reaping), f"ManualClockModel_{reaping}")
+    run_and_check(machine, ("manual", reaping), f"ManualClockModel_{reaping}")

@@ -34,7 +34,7 @@ from stateful.affinity_machine import AffinityMachine
 Short = type(
     "Short",
     (AffinityMachine,),
-    {"goals_reached": set(), "rules_run": set(), "steps_run": 0},
+    {},
 )
 
 

@@ -100,9 +100,6 @@ def shrunk(request: pytest.FixtureRequest) -> Shrunk:
         (AffinityMachine,),
         {
             "factory": CANARIES[name],
-            "goals_reached": set(),
-            "rules_run": set(),
-            "steps_run": 0,
         },
     )
     capture.reset()

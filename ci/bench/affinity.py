@@ -31,9 +31,6 @@ def _rate(factory: SutFactory, examples: int) -> tuple[int, float]:
         (AffinityMachine,),
         {
             "factory": factory,
-            "goals_reached": set(),
-            "rules_run": set(),
-            "steps_run": 0,
         },
     )
     started = time.perf_counter()

@@ -53,9 +53,6 @@ def _machine_rate(factory: Callable[[ProfileSpec], PolicyQueueApi]) -> float:
         (QueueMachine,),
         {
             "factory": staticmethod(factory),
-            "goals_reached": set(),
-            "rules_run": set(),
-            "steps_run": 0,
         },
     )
     started = time.perf_counter()

@@ -86,9 +86,13 @@ class LeakyReleaseModel(ModelAffinity):
         self._take_lease(handle)
 
 
-def eager_reaper_model(config: AffinityConfig) -> AffinityApi:
-    """Collects on every clock advance instead of the reaper's cadence."""
-    return ModelAffinity(replace(config, reaping="every_advance"))
+class EagerReaperModel(ModelAffinity):
+    """Model variant: collects expired bindings at every clock advance."""
+
+    def advance_clock(self, now_ns: int) -> None:
+        """Advance as the serving table does, then collect at once."""
+        super().advance_clock(now_ns)
+        self._reap(now_ns)
 
 
 CANARIES: dict[str, Callable[[AffinityConfig], AffinityApi]] = {
@@ -98,7 +102,7 @@ CANARIES: dict[str, Callable[[AffinityConfig], AffinityApi]] = {
     "sleepy_waiter": SleepyWaiter,
     "off_by_one_expiry_model": OffByOneExpiryModel,
     "leaky_release_model": LeakyReleaseModel,
-    "eager_reaper_model": eager_reaper_model,
+    "eager_reaper_model": EagerReaperModel,
 }
 """Every affinity canary; each must be caught by the machine."""
 
@@ -107,3 +111,14 @@ MODEL_CANARIES: dict[str, type[ModelAffinity]] = {
     "leaky_release_model": LeakyReleaseModel,
 }
 """Broken models whose violations the explorer must find by property alone."""
+
+CAUGHT_BY: dict[str, str] = {
+    "eager_reaper_model": "states_agree",
+    "forgetful_release": "states_agree",
+    "late_expiry": "states_agree",
+    "leaky_release_model": "states_agree",
+    "off_by_one_expiry_model": "states_agree",
+    "sleepy_waiter": "states_agree",
+    "stale_replica_wins": "states_agree",
+}
+"""The check that reports each canary first in its shrunk counterexample."""
