@@ -53,7 +53,7 @@ from ci.replay.artifacts import (
     DEFAULT_ROOT,
     LATEST,
     TARGET_TREE_ENV,
-    replay_command,
+    artifact_replay,
 )
 from stateful.stats import STATS_ENV, read_all
 
@@ -257,11 +257,21 @@ def _overview(run: GateRun) -> Table:
 
 def _machines(records: list[dict[str, Any]]) -> Table:
     table = Table(title="machines")
-    for column in ("machine", "steps", "rules run", "goals reached", "checks"):
-        table.add_column(column, justify="left" if column == "machine" else "right")
+    for column in (
+        "machine",
+        "subject",
+        "steps",
+        "rules run",
+        "goals reached",
+        "checks",
+    ):
+        table.add_column(
+            column, justify="left" if column in {"machine", "subject"} else "right"
+        )
     for record in records:
         table.add_row(
             record["name"],
+            record.get("subject", "?"),
             str(record["steps_run"]),
             f"{len(record['rules_run'])}/{len(record['rules'])}",
             f"{len(record['goals_reached'])}/{len(record['goals'])}",
@@ -340,7 +350,7 @@ def _found(found: list[Counterexample]) -> Table:
             example.check,
             str(example.steps),
             minimal,
-            replay_command(example.folder),
+            artifact_replay(example.folder),
         )
     return table
 
@@ -369,7 +379,7 @@ def summarize(console: Console, run: GateRun) -> None:
     console.print(f"gate {verdict} (pytest exit {run.returncode})")
     for example in run.found:
         # Plain print: a pasteable line must never be wrapped at the console width.
-        print(replay_command(example.folder), flush=True)
+        print(artifact_replay(example.folder), flush=True)
 
 
 def _first_error(output: str) -> str:

@@ -25,7 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
-from model.queue.ops import Drain, Enqueue, PopNext, QueueOp, Retain, outcome_of
+from model.queue.api import outcome_of
+from model.queue.ops import Drain, Enqueue, PopNext, QueueOp, Retain
 from model.queue.types import ClassConfig, Dispatch
 from stateful.queue_machine import ARRIVALS_S, JUMPS, QUANTA, STRICT, WORKERS
 from stateful.queue_subject import ProfileSpec, profile_yaml

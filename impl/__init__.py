@@ -1,5 +1,4 @@
-"""System under test: the adapter over the compiled `dynamo-kv-router` binding."""
+"""System under test: the adapter over the compiled `dynamo-kv-router` binding.
 
-from impl.adapter import NativeAffinity, NativePolicyQueue
-
-__all__ = ["NativeAffinity", "NativePolicyQueue"]
+`impl.adapter` is the one module that imports the extension.
+"""

@@ -12,7 +12,6 @@ Each machine class (and each subclass a test makes) counts on its own.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from hypothesis import event, note
@@ -86,7 +85,7 @@ def rules_of(machine: type[DifferentialMachine]) -> list[str]:
 
 
 def run_and_check(
-    machine: type[DifferentialMachine], name: str, tags: Sequence[str] = ()
+    machine: type[DifferentialMachine], name: str, tags: tuple[str, ...] = ()
 ) -> None:
     """Run `machine` under the loaded profile and record what it covered.
 

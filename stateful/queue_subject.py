@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from model.errors import QueueUsageError
-from model.queue.api import PolicyQueueApi, QueueObservation, observe
-from model.queue.ops import QueueOp, QueueOutcome, Rebuild, outcome_of
+from model.queue.api import PolicyQueueApi, QueueObservation, observe, outcome_of
+from model.queue.ops import QueueOp, QueueOutcome, Rebuild
 from model.queue.table import ModelPolicyQueue, QueueState
 from model.queue.types import ClassConfig, QueuePolicy
 from properties.queue.invariants import QueueView

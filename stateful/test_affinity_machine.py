@@ -35,7 +35,7 @@ def test_the_crate_agrees_with_the_model_and_every_goal_is_reached() -> None:
     machine: type[AffinityMachine] = AffinityMachine
     if sut_name() == "native" and _target_has_manual_clock()[0]:
         machine = RuntimeClockRefusalMachine  # the crate's advance_clock exists
-    run_and_check(machine, ("runtime", "runtime_reaper"), "AffinityMachine")
+    run_and_check(machine, "AffinityMachine", ("runtime", "runtime_reaper"))
 
 
 def test_the_crates_manual_clock_agrees_with_the_model() -> None:
@@ -46,9 +46,7 @@ def test_the_crates_manual_clock_agrees_with_the_model() -> None:
     if not present:
         pytest.skip("the target has no manual clock (crates.io 1.6.1 has none)")
     run_and_check(
-        manual_clock_machine(reaping),
-        ("manual", reaping),
-        "ManualClockMachine",
+        manual_clock_machine(reaping), "ManualClockMachine", ("manual", reaping)
     )
 
 
@@ -57,4 +55,4 @@ def test_the_manual_clock_axis_model_against_model(reaping: Reaping) -> None:
     """Manual clock, each schedule: the machine's manual path, model against model."""
     machine = manual_clock_machine(reaping)
     machine.factory = ModelAffinity
-    run_and_check(machine, ("manual", reaping), f"ManualClockModel_{reaping}")
+    run_and_check(machine, f"ManualClockModel_{reaping}", ("manual", reaping))

@@ -156,7 +156,8 @@ def test_the_meta_records_versions_profile_commit_blob_and_check(
     assert meta["shrunk_steps"] == meta["failing_check"]["step"]
     assert 40 == len(meta["git_commit"])
     assert CANARY_SETTINGS.max_examples == meta["profile"]["max_examples"]
-    assert replay_command(folder) == meta["replay"]
+    assert replay_command(folder, "canary:forgetful_release") == meta["replay"]
+    assert meta["replay"].endswith(" --canary forgetful_release")
 
 
 def test_the_printed_program_is_kept_as_a_program(folder: Path) -> None:
@@ -274,7 +275,8 @@ def test_a_failing_machine_test_under_pytest_leaves_an_artifact_and_a_line(
 
     assert 1 == completed.returncode
     assert latest.is_dir()
-    assert f"python -m ci.replay {latest.resolve()}" == last_line
+    minimal = latest.resolve() / "minimal.json"
+    assert f"python -m ci.replay {minimal} --canary forgetful_release" == last_line
     assert "ci" == json.loads((latest / "meta.json").read_text())["profile"]["name"]
 
 

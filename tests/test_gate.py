@@ -6,6 +6,7 @@ gate's own pytest run stays short.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -30,22 +31,27 @@ from hypothesis.stateful import run_state_machine_as_test
 
 from stateful import stats
 from stateful.affinity_machine import AffinityMachine
+from stateful.queue_machine import QueueMachine
 
-Short = type(
-    "Short",
-    (AffinityMachine,),
-    {},
-)
+SHORT = settings(max_examples=5, stateful_step_count=10)
+Short = type("Short", (AffinityMachine,), {})
+ShortQueue = type("ShortQueue", (QueueMachine,), {})
 
 
 def test_a_short_machine_run_agrees() -> None:
     """A few short programs agree with the crate."""
     try:
-        run_state_machine_as_test(
-            Short, settings=settings(max_examples=5, stateful_step_count=10)
-        )
+        run_state_machine_as_test(Short, settings=SHORT)
     finally:
         stats.record_machine("affinity", Short, ["acquire", "query"], "ShortMachine")
+
+
+def test_a_short_queue_machine_run_agrees() -> None:
+    """A few short queue programs agree with the crate."""
+    try:
+        run_state_machine_as_test(ShortQueue, settings=SHORT)
+    finally:
+        stats.record_machine("queue", ShortQueue, ["pop", "enqueue"], "ShortQueue")
 '''
 
 FAILING = '''
@@ -62,6 +68,20 @@ Forgetful = type(
 )
 TestForgetful = Forgetful.TestCase
 TestForgetful.settings = settings(CANARY_SETTINGS, print_blob=True)
+'''
+
+FAILING_QUEUE = '''
+"""A queue machine test that fails: the crate's FIFO tie-break is reversed."""
+
+from hypothesis import settings
+
+from ci.canaries.queue import CANARIES
+from ci.profiles import CANARY_SETTINGS
+from stateful.queue_machine import QueueMachine
+
+LifoTies = type("LifoTies", (QueueMachine,), {"factory": CANARIES["lifo_ties"]})
+TestLifoTies = LifoTies.TestCase
+TestLifoTies.settings = settings(CANARY_SETTINGS, print_blob=True)
 '''
 
 
@@ -121,6 +141,20 @@ def failing_run(
     return completed, artifacts
 
 
+@pytest.fixture(scope="module")
+def failing_queue_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The gate over one failing queue machine test."""
+    tmp_path = tmp_path_factory.mktemp("failing-queue")
+    suite = _folder(tmp_path, "test_lifo_ties.py", FAILING_QUEUE)
+    artifacts = tmp_path / "artifacts"
+    completed = _gate(
+        "--profile", "pr", "-n", "0", "--artifacts", str(artifacts), "--", str(suite)
+    )
+    return completed, artifacts
+
+
 def test_a_passing_run_exits_zero(
     passing_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
@@ -140,19 +174,24 @@ def test_a_passing_run_writes_junit_xml_where_asked(
     suite = ET.parse(junit).getroot().find("testsuite")  # noqa: S314 - our own report
     assert suite is not None
 
-    assert "1" == suite.get("tests")
+    assert "2" == suite.get("tests")
     assert "0" == suite.get("failures")
 
 
 def test_the_summary_shows_the_machines_steps_rules_and_goals(
     passing_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
-    """The machine's statistics file reaches the summary table."""
+    """Both machines' statistics files reach the summary table, with subjects."""
     completed, _ = passing_run
+    lines = completed.stdout.splitlines()
 
-    row = next(line for line in completed.stdout.splitlines() if "ShortMachine" in line)
+    affinity = next(line for line in lines if "ShortMachine" in line)
+    queue = next(line for line in lines if "ShortQueue" in line)
 
-    assert "/2" in row  # rules run out of the two the test declared
+    assert "/2" in affinity  # rules run out of the two the test declared
+    assert "affinity" in affinity
+    assert "/2" in queue
+    assert "queue" in queue
 
 
 def test_a_failing_run_exits_one(
@@ -179,9 +218,12 @@ def test_a_failing_run_ends_with_the_replay_line(
 ) -> None:
     """The last line of the gate's log is the command to paste."""
     completed, artifacts = failing_run
-    folder = (artifacts / "runTest" / "latest").resolve()
+    minimal = (artifacts / "runTest" / "latest").resolve() / "minimal.json"
 
-    assert f"python -m ci.replay {folder}" == completed.stdout.rstrip().splitlines()[-1]
+    assert (
+        f"python -m ci.replay {minimal} --canary forgetful_release"
+        == completed.stdout.rstrip().splitlines()[-1]
+    )
 
 
 def test_a_failing_run_reports_the_shrunk_length_and_check(
@@ -192,6 +234,43 @@ def test_a_failing_run_reports_the_shrunk_length_and_check(
 
     assert "counterexamples found in this run" in completed.stdout
     assert "states_agree" in completed.stdout
+
+
+def test_a_broken_queue_fails_the_gate_with_a_queue_trace(
+    failing_queue_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """A queue canary: FAIL, and a queue trace and its minimized version on disk."""
+    completed, artifacts = failing_queue_run
+    folder = artifacts / "runTest" / "latest"
+
+    assert EXIT_FAIL == completed.returncode
+    assert "queue" == json.loads((folder / "trace.json").read_text())["subject"]
+    assert (folder / "minimal.json").is_file()
+    assert "outcomes_agree" in completed.stdout
+
+
+def test_the_queue_replay_line_replays_the_minimized_failure_step_by_step(
+    failing_queue_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """The gate's last line, run as printed, shows the table and the divergence."""
+    completed, artifacts = failing_queue_run
+    line = completed.stdout.rstrip().splitlines()[-1]
+    minimal = (artifacts / "runTest" / "latest").resolve() / "minimal.json"
+    assert f"python -m ci.replay {minimal} --canary lifo_ties" == line
+
+    replayed = subprocess.run(  # noqa: S603 - the printed command, our interpreter
+        [sys.executable, *line.split()[1:]],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=GATE_TIMEOUT_S,
+    )
+
+    assert 1 == replayed.returncode
+    assert "replay against canary lifo_ties" in replayed.stdout
+    assert "first divergence at step" in replayed.stdout
+    assert "outcomes_agree" in replayed.stdout
 
 
 def test_a_run_that_collects_no_tests_exits_two(tmp_path: Path) -> None:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import re
 import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import networkx as nx
 import pytest
 
 from ci.profiles import PROJECT_PACKAGES, import_project_modules
@@ -86,3 +88,72 @@ def test_every_project_module_is_imported_before_the_first_test() -> None:
 
     assert sorted(expected) == sorted(set(import_project_modules()))
     assert set() == expected - set(sys.modules)
+
+
+# ---- the import graph ---------------------------------------------------------
+
+LAYERS: dict[str, int] = {
+    "model": 0,
+    "impl": 1,
+    "properties": 1,
+    "stateful": 2,
+    "ci": 3,
+    "tests": 4,
+}
+"""A package may import its own layer and the layers below, never above."""
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path, known: set[str]) -> set[str]:
+    """Project modules `path` imports anywhere (type-only and lazy imports too)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        found |= {name for name in names if name in known}
+    return found
+
+
+def import_graph() -> nx.DiGraph:
+    """Every project module and the project modules it imports."""
+    files = sorted(
+        path
+        for package in sorted(LAYERS)
+        for path in (ROOT / package).rglob("*.py")
+        if "target" not in path.parts and "artifacts" not in path.parts
+    )
+    modules = {_module_name(path): path for path in files}
+    graph = nx.DiGraph()
+    graph.add_nodes_from(sorted(modules))
+    for name, path in sorted(modules.items()):
+        for imported in sorted(_imports(path, set(modules))):
+            if imported != name:
+                graph.add_edge(name, imported)
+    return graph
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    """No module imports itself through others (type-only imports count)."""
+    assert [] == sorted(nx.simple_cycles(import_graph()))
+
+
+def test_no_package_imports_a_package_above_it() -> None:
+    """Model < impl, properties < stateful < ci < tests: arrows only point down."""
+    graph = import_graph()
+    upward = sorted(
+        (source, target)
+        for source, target in graph.edges
+        if LAYERS[target.split(".")[0]] > LAYERS[source.split(".")[0]]
+    )
+
+    assert [] == upward

@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from model.queue.api import call as apply_op
 from model.queue.api import observe
 from model.queue.ops import Enqueue, PopNext, Retain
-from model.queue.ops import call as apply_op
 from model.queue.table import ModelPolicyQueue
 from model.queue.types import ClassConfig, Dispatch, Worker
 from stateful.queue_machine import QueueMachine

@@ -191,16 +191,33 @@ TARGET_TREE_ENV = "VERIFY_TARGET_TREE"
 """Set by `ci.gate --source`: the Python tree whose extension the run used."""
 
 
-def replay_command(folder: Path) -> str:
-    """`python -m ci.replay <folder>`, relative to the working directory if inside."""
+def replay_command(path: Path, sut: str = "") -> str:
+    """`python -m ci.replay <path>`, relative to the working directory if inside.
+
+    `sut` is the artifact's system-under-test label: a canary's replay names it
+    (`--canary NAME`), so that the line reproduces what the machine saw.
+    """
+    canary = sut.removeprefix("canary:") if sut.startswith("canary:") else ""
+    flag = f" --canary {canary}" if canary else ""
     tree = os.environ.get(TARGET_TREE_ENV)
     if tree:  # a gate run against a local source tree: replay with its build
-        return f"cd {tree} && python -m ci.replay {folder.resolve()}"
+        return f"cd {tree} && python -m ci.replay {path.resolve()}{flag}"
     try:
-        shown = folder.resolve().relative_to(Path.cwd().resolve())
+        shown = path.resolve().relative_to(Path.cwd().resolve())
     except ValueError:
-        shown = folder
-    return f"python -m ci.replay {shown}"
+        shown = path
+    return f"python -m ci.replay {shown}{flag}"
+
+
+def artifact_replay(folder: Path) -> str:
+    """The line to paste for an artifact: its minimized trace when there is one."""
+    try:
+        meta = json.loads((folder / "meta.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return replay_command(folder)
+    minimal = folder / MINIMAL_FILE
+    target = minimal if minimal.is_file() else folder
+    return replay_command(target, str(meta.get("sut", "")))
 
 
 def _new_folder(test_dir: Path, stamp: str) -> Path:
@@ -291,12 +308,12 @@ def write_artifact(
     program = program_lines(notes)
     header = [
         f"# The program Hypothesis printed for {test}.",
-        "# Replay it without Hypothesis: " + replay_command(folder),
+        "# Replay it without Hypothesis: " + replay_command(folder, sut),
     ]
     if minimal_steps is not None:
         header.append(
             f"# A {minimal_steps}-step version: "
-            + replay_command(folder / MINIMAL_FILE)
+            + replay_command(folder / MINIMAL_FILE, sut)
         )
     if reproduction.decorator is not None:
         header.append(
@@ -313,7 +330,7 @@ def write_artifact(
         "subject": subject,
         "sut": sut,
         "stamp": folder.name,
-        "replay": replay_command(folder),
+        "replay": replay_command(folder, sut),
         "shrunk_steps": len(trace.steps),
         "minimal_steps": minimal_steps,
         "failing_check": {"check": "raised", "difference": raised}
@@ -412,7 +429,7 @@ def pytest_runtest_makereport(
         report.capstdout,
         profile=profile if isinstance(profile, str) else None,
     )
-    commands = [replay_command(folder) for folder in folders]
+    commands = [artifact_replay(folder) for folder in folders]
     for command in commands:
         report.user_properties.append((REPLAY_PROPERTY, command))
     report.sections.append(("counterexample artifacts", "\n".join(commands)))

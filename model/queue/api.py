@@ -14,8 +14,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+from model.errors import PolicyConfigError, QueueUsageError, RustPanicError
+from model.queue.ops import (
+    Drain,
+    Enqueue,
+    PopNext,
+    QueueOp,
+    QueueOutcome,
+    QueueValue,
+    ReadBacklog,
+    ReadConfig,
+    ReadStats,
+    Rebuild,
+    Retain,
+)
+
 if TYPE_CHECKING:
-    from model.queue.ops import Enqueue
     from model.queue.types import (
         ClassConfig,
         ClassStats,
@@ -90,3 +104,33 @@ def observe(queue: PolicyQueueApi) -> QueueObservation:
         backlog=tuple(queue.has_backlog(index) for index in class_indices),
         entries=tuple(queue.entries()),
     )
+
+
+def call(queue: PolicyQueueApi, op: QueueOp) -> QueueValue:
+    """Dispatch `op` to the matching `PolicyQueueApi` method."""
+    match op:
+        case Enqueue():
+            return queue.enqueue(op)
+        case PopNext(dispatch):
+            return queue.pop_next(dispatch)
+        case Retain(drop):
+            queue.retain(drop)
+            return None
+        case Drain():
+            return tuple(queue.drain())
+        case ReadStats(class_index):
+            return queue.class_stats(class_index)
+        case ReadBacklog(class_index):
+            return queue.has_backlog(class_index)
+        case ReadConfig(class_index):
+            return queue.class_config(class_index)
+        case Rebuild():
+            raise TypeError("Rebuild is answered by the harness, not by a queue")
+
+
+def outcome_of(queue: PolicyQueueApi, op: QueueOp) -> QueueOutcome:
+    """Apply `op` and capture its return value or error kind."""
+    try:
+        return QueueOutcome(value=call(queue, op))
+    except (QueueUsageError, PolicyConfigError, RustPanicError) as error:
+        return QueueOutcome(error=error.kind, message=str(error))

@@ -2,7 +2,7 @@
 
 Each operation names the `PolicyQueueApi` call it makes. The machine, traces,
 replay, minimization and exploration all speak this vocabulary, and
-`outcome_of` applies one to any system under test. `Rebuild` is the one
+`model.queue.api.outcome_of` applies one to any system under test. `Rebuild` is the one
 operation no queue method implements: the harness answers it by building both
 sides afresh from the run's profile (a drained queue is consumed for good).
 """
@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from model.errors import PolicyConfigError, QueueUsageError, RustPanicError
-from model.queue.api import PolicyQueueApi
 from model.queue.types import (
     ClassConfig,
     ClassStats,
@@ -123,33 +121,3 @@ class QueueOutcome:
     def ok(self) -> bool:
         """The call returned normally."""
         return self.error is None
-
-
-def call(queue: PolicyQueueApi, op: QueueOp) -> QueueValue:
-    """Dispatch `op` to the matching `PolicyQueueApi` method."""
-    match op:
-        case Enqueue():
-            return queue.enqueue(op)
-        case PopNext(dispatch):
-            return queue.pop_next(dispatch)
-        case Retain(drop):
-            queue.retain(drop)
-            return None
-        case Drain():
-            return tuple(queue.drain())
-        case ReadStats(class_index):
-            return queue.class_stats(class_index)
-        case ReadBacklog(class_index):
-            return queue.has_backlog(class_index)
-        case ReadConfig(class_index):
-            return queue.class_config(class_index)
-        case Rebuild():
-            raise TypeError("Rebuild is answered by the harness, not by a queue")
-
-
-def outcome_of(queue: PolicyQueueApi, op: QueueOp) -> QueueOutcome:
-    """Apply `op` and capture its return value or error kind."""
-    try:
-        return QueueOutcome(value=call(queue, op))
-    except (QueueUsageError, PolicyConfigError, RustPanicError) as error:
-        return QueueOutcome(error=error.kind, message=str(error))
