@@ -513,16 +513,6 @@ impl RuntimeAffinityTable {
         })
     }
 
-    /// Drops a waiter handle (the request stopped waiting).
-    fn forget_waiter(&mut self, handle: u64) -> PyResult<()> {
-        let kind = self.handle_kind(handle)?;
-        if kind != "waiter" {
-            return Err(Self::wrong_kind(handle, kind, "a waiter"));
-        }
-        drop(self.take_handle(handle)?);
-        Ok(())
-    }
-
     /// `SessionAffinity::query_target(session_id, requested_target)`.
     #[pyo3(signature = (session_id, requested=None))]
     fn query_target(&self, session_id: &str, requested: Option<PyTarget>) -> PyResult<Option<PyTarget>> {
@@ -580,19 +570,6 @@ impl RuntimeAffinityTable {
     /// Everything the sink received since the last drain, in order.
     fn drain_published(&self) -> Vec<Published> {
         std::mem::take(&mut *self.sink.published.lock().expect("sink poisoned"))
-    }
-
-    /// `SessionAffinity::ttl()` in nanoseconds.
-    fn ttl_ns(&self) -> PyResult<u64> {
-        Ok(u64::try_from(self.table()?.ttl().as_nanos()).unwrap_or(u64::MAX))
-    }
-
-    /// `SessionAffinity::mode()` as "hard" or "soft".
-    fn mode(&self) -> PyResult<&'static str> {
-        Ok(match self.table()?.mode() {
-            SessionAffinityMode::Hard => "hard",
-            SessionAffinityMode::Soft => "soft",
-        })
     }
 
     /// `SessionAffinity::entry_count()` (feature `testing`).

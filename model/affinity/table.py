@@ -301,10 +301,6 @@ class ModelAffinity:
         """What handle `number` is, if it is live."""
         return self._handles.get(number)
 
-    def sessions(self) -> list[str]:
-        """Session ids with an entry, sorted."""
-        return sorted(self._entries)
-
     # ---- clock -------------------------------------------------------------
 
     def advance_clock(self, now_ns: int) -> None:

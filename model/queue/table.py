@@ -49,14 +49,10 @@ from model.queue.types import (
     ClassConfig,
     ClassStats,
     Dispatch,
-    Drain,
     Enqueue,
-    PopNext,
     QueuedItem,
-    QueueOp,
     QueuePolicy,
     Rejection,
-    Retain,
     Worker,
 )
 
@@ -507,19 +503,6 @@ def drain(state: QueueState) -> tuple[QueueState, list[QueuedItem]]:
     """Hand out every entry once and consume the queue."""
     _check_live(state)
     return replace(state, drained=True), listing(state)
-
-
-def step(state: QueueState, op: QueueOp) -> tuple[QueueState, object]:
-    """Apply one operation; the outcome is what the adapter method returns."""
-    match op:
-        case Enqueue():
-            return enqueue(state, op)
-        case PopNext(dispatch=dispatch):
-            return pop_next(state, dispatch)
-        case Retain(drop=drop):
-            return retain(state, drop), None
-        case Drain():
-            return drain(state)
 
 
 class ModelPolicyQueue:

@@ -120,13 +120,6 @@ class Dispatch:
         return placement not in self.saturated
 
 
-EVERYONE_FREE = Dispatch()
-"""A predicate that accepts every entry."""
-
-NOBODY_FREE = Dispatch(any_dispatchable=False)
-"""Accepts no Any-lane entry; combine with `saturated` to refuse worker lanes."""
-
-
 # ---- operations: one per mutating adapter call -------------------------------
 
 
