@@ -19,9 +19,10 @@ owns the right to bind it) or *bound* to a target. The model's state:
 * `last_reap_ns` -- when idle bindings were last collected (reaping variants).
 * `dropped` -- the table itself is gone; handles outlive it harmlessly.
 
-The boundary rule, stated once: a binding with no active lease is *expired*
-when `deadline_ns <= now_ns`. Expired bindings are never served, whether or not
-they have been collected yet; collection only frees their slot.
+The boundary rule, stated once (`is_expired_at`): a binding with no active
+lease is *expired* when `deadline_ns <= now_ns`. Expired bindings are never
+served, whether or not they have been collected yet; collection only frees
+their slot.
 """
 
 from __future__ import annotations
@@ -83,6 +84,13 @@ class Binding:
 Entry = Initializing | Binding
 
 
+def is_expired_at(entry: Entry, now_ns: int) -> bool:
+    """A binding is expired when no lease holds it and its deadline is not after now."""
+    return (
+        isinstance(entry, Binding) and entry.leases == 0 and entry.deadline_ns <= now_ns
+    )
+
+
 @dataclass(frozen=True)
 class InitHandle:
     """`Hold::Initialize`: commit it or drop it (abort)."""
@@ -136,12 +144,8 @@ class AffinityState:
         return dict(self.entries).get(session_id)
 
     def is_expired(self, entry: Entry) -> bool:
-        """A bound entry with no lease whose idle deadline has passed."""
-        return (
-            isinstance(entry, Binding)
-            and entry.leases == 0
-            and entry.deadline_ns <= self.now_ns
-        )
+        """Whether `entry` is expired at this snapshot's clock."""
+        return is_expired_at(entry, self.now_ns)
 
 
 def check_ttl(ttl_ns: int) -> None:
@@ -370,14 +374,10 @@ class ModelAffinity:
             )
 
     def _reap(self, at_ns: int) -> None:
-        """Remove every unleased binding whose deadline is at or before `at_ns`."""
+        """Remove every binding expired at `at_ns`."""
         self._last_reap_ns = at_ns
         for session_id, entry in sorted(self._entries.items()):
-            if (
-                isinstance(entry, Binding)
-                and entry.leases == 0
-                and entry.deadline_ns <= at_ns
-            ):
+            if is_expired_at(entry, at_ns):
                 del self._entries[session_id]
 
     # ---- acquisition -------------------------------------------------------
@@ -693,7 +693,8 @@ class ModelAffinity:
     # ---- helpers -----------------------------------------------------------
 
     def _expired(self, entry: Binding) -> bool:
-        return entry.leases == 0 and entry.deadline_ns <= self._now_ns
+        """Whether `entry` is expired at the table's clock (canaries override it)."""
+        return is_expired_at(entry, self._now_ns)
 
     def _check_alive(self) -> None:
         if self._dropped:

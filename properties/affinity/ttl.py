@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from model.affinity.ops import Acquire, Advance, CrateAdvance, Query
-from model.affinity.table import AffinityState, Binding
+from model.affinity.table import AffinityState, Binding, is_expired_at
 from model.affinity.types import Bound, Target
 from properties.registry import Step, register
 
@@ -53,10 +53,7 @@ def a_reap_collects_every_expired_binding(step: Step) -> bool:
         return True
     reaped_at_ns = step.after.last_reap_ns
     return not any(
-        isinstance(entry, Binding)
-        and entry.leases == 0
-        and entry.deadline_ns <= reaped_at_ns
-        for _, entry in step.after.entries
+        is_expired_at(entry, reaped_at_ns) for _, entry in step.after.entries
     )
 
 
