@@ -484,10 +484,9 @@ class ModelAffinity:
             if moved_to == target:
                 self._publish(session_id, target, lease.version)
             else:
-                entry = self._entries.get(session_id)
+                entry = self._binding_of(lease)
                 if (
-                    isinstance(entry, Binding)
-                    and entry.revision == lease.revision
+                    entry is not None
                     and entry.version == lease.version
                     and entry.target == target
                 ):
@@ -534,14 +533,8 @@ class ModelAffinity:
 
     def _release_lease(self, lease: LeaseHandle) -> None:
         """One use ends; the deadline restarts only if the version is unchanged."""
-        if self._dropped:
-            return
-        entry = self._entries.get(lease.session_id)
-        if (
-            not isinstance(entry, Binding)
-            or entry.revision != lease.revision
-            or entry.leases == 0
-        ):
+        entry = self._binding_of(lease)
+        if entry is None or entry.leases == 0:
             return
         entry = replace(entry, leases=entry.leases - 1)
         if entry.version == lease.version:
@@ -554,17 +547,18 @@ class ModelAffinity:
         self._invalidate_lease(self._take_lease(handle))
 
     def _invalidate_lease(self, lease: LeaseHandle) -> None:
-        if self._dropped:
-            return
-        entry = self._entries.get(lease.session_id)
-        if (
-            isinstance(entry, Binding)
-            and entry.revision == lease.revision
-            and entry.version == lease.version
-        ):
+        entry = self._binding_of(lease)
+        if entry is not None and entry.version == lease.version:
             del self._entries[lease.session_id]
             return
         self._release_lease(lease)
+
+    def _binding_of(self, lease: LeaseHandle) -> Binding | None:
+        """The binding instance the lease was taken on, while the table holds it."""
+        entry = self._entries.get(lease.session_id)
+        if self._dropped or not isinstance(entry, Binding):
+            return None
+        return entry if entry.revision == lease.revision else None
 
     def _take_lease(self, handle: int) -> LeaseHandle:
         held = self._handles.get(handle)
