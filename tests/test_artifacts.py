@@ -5,11 +5,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from command_support import run_module
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
@@ -248,27 +247,19 @@ def test_a_failing_machine_test_under_pytest_leaves_an_artifact_and_a_line(
     tests.joinpath("test_forgetful.py").write_text(FAILING_MACHINE_TEST)
     artifacts = tmp_path / "artifacts"
 
-    completed = subprocess.run(  # noqa: S603 - our own test run, fixed arguments
-        [
-            sys.executable,
-            "-m",
-            "pytest",
-            "-c",
-            str(REPO / "pyproject.toml"),
-            "--rootdir",
-            str(REPO),
-            "-p",
-            "no:cacheprovider",
-            "--hypothesis-profile=ci",
-            str(tests),
-        ],
-        cwd=REPO,
+    completed = run_module(
+        "pytest",
+        "-c",
+        str(REPO / "pyproject.toml"),
+        "--rootdir",
+        str(REPO),
+        "-p",
+        "no:cacheprovider",
+        "--hypothesis-profile=ci",
+        str(tests),
+        timeout_s=600,
         env={k: v for k, v in os.environ.items() if k != TARGET_TREE_ENV}
         | {ARTIFACTS_ENV: str(artifacts)},
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=600,
     )
     latest = artifacts / "runTest" / LATEST
     last_line = completed.stdout.rstrip().splitlines()[-1]

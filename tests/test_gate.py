@@ -9,18 +9,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from command_support import run_module
 from rich.console import Console
 
 from ci import build_local
 from ci.gate import EXIT_FAIL, EXIT_INFRA, EXIT_PASS, _clock_goals
 from ci.replay.artifacts import TARGET_TREE_ENV
 
-REPO = Path(__file__).resolve().parent.parent
 GATE_TIMEOUT_S = 900
 
 PASSING = '''
@@ -86,15 +85,8 @@ TestLifoTies.settings = settings(CANARY_SETTINGS, print_blob=True)
 
 
 def _gate(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: S603 - our own module, fixed arguments
-        [sys.executable, "-m", "ci.gate", *argv],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=GATE_TIMEOUT_S,
-        env={k: v for k, v in os.environ.items() if k != TARGET_TREE_ENV},
-    )
+    environment = {k: v for k, v in os.environ.items() if k != TARGET_TREE_ENV}
+    return run_module("ci.gate", *argv, timeout_s=GATE_TIMEOUT_S, env=environment)
 
 
 def _folder(tmp_path: Path, name: str, source: str) -> Path:
@@ -155,14 +147,21 @@ def failing_queue_run(
     return completed, artifacts
 
 
-def test_a_passing_run_exits_zero(
-    passing_run: tuple[subprocess.CompletedProcess[str], Path],
+@pytest.mark.parametrize(
+    ("run", "status", "verdict"),
+    [
+        ("passing_run", EXIT_PASS, "gate PASS (pytest exit 0)"),
+        ("failing_run", EXIT_FAIL, "gate FAIL (pytest exit 1)"),
+    ],
+)
+def test_the_exit_status_and_verdict_follow_the_tests(
+    request: pytest.FixtureRequest, run: str, status: int, verdict: str
 ) -> None:
-    """All tests passed: status 0 and a PASS verdict."""
-    completed, _ = passing_run
+    """All tests passed: status 0 and PASS; a machine test failed: status 1, FAIL."""
+    completed, _ = request.getfixturevalue(run)
 
-    assert EXIT_PASS == completed.returncode
-    assert "gate PASS (pytest exit 0)" in completed.stdout
+    assert status == completed.returncode
+    assert verdict in completed.stdout
 
 
 def test_a_passing_run_writes_junit_xml_where_asked(
@@ -192,16 +191,6 @@ def test_the_summary_shows_the_machines_steps_rules_and_goals(
     assert "affinity" in affinity
     assert "/2" in queue
     assert "queue" in queue
-
-
-def test_a_failing_run_exits_one(
-    failing_run: tuple[subprocess.CompletedProcess[str], Path],
-) -> None:
-    """A failed machine test: status 1 and a FAIL verdict."""
-    completed, _ = failing_run
-
-    assert EXIT_FAIL == completed.returncode
-    assert "gate FAIL (pytest exit 1)" in completed.stdout
 
 
 def test_a_failing_run_collects_the_artifact_from_an_xdist_worker(
@@ -258,14 +247,8 @@ def test_the_queue_replay_line_replays_the_minimized_failure_step_by_step(
     minimal = (artifacts / "runTest" / "latest").resolve() / "minimal.json"
     assert f"python -m ci.replay {minimal} --canary lifo_ties" == line
 
-    replayed = subprocess.run(  # noqa: S603 - the printed command, our interpreter
-        [sys.executable, *line.split()[1:]],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=GATE_TIMEOUT_S,
-    )
+    assert line.startswith("python -m ci.replay ")
+    replayed = run_module("ci.replay", *line.split()[3:], timeout_s=GATE_TIMEOUT_S)
 
     assert 1 == replayed.returncode
     assert "replay against canary lifo_ties" in replayed.stdout
@@ -366,13 +349,11 @@ def test_a_tree_the_binding_cannot_build_against_names_what_is_missing(
 
 def test_the_environment_variable_names_the_source_too(tmp_path: Path) -> None:
     """DYNAMO_KV_ROUTER_PATH is --source's default."""
-    result = subprocess.run(
-        [sys.executable, "-m", "ci.gate", "--profile", "pr"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=GATE_TIMEOUT_S,
+    result = run_module(
+        "ci.gate",
+        "--profile",
+        "pr",
+        timeout_s=GATE_TIMEOUT_S,
         env=os.environ | {"DYNAMO_KV_ROUTER_PATH": str(tmp_path)},
     )
 

@@ -14,13 +14,12 @@ the crate and the binding compile) and well under a minute afterwards;
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from command_support import run_module
 
-from ci.build_local import REPO, default_work_dir, describe_extension, tree_environment
+from ci.build_local import default_work_dir, describe_extension, tree_environment
 from ci.mutants.command import SMOKE_PYTEST_ARGS, prepare_crate_tree, smoke
 from ci.profiles import selected_profile
 
@@ -46,26 +45,23 @@ def test_the_binding_builds_against_a_local_copy_of_the_pinned_crate(
     _when_building()
     crate = prepare_crate_tree(default_work_dir() / "build-local-check")
     tree = tmp_path / "tree"
-    command = [sys.executable, "-m", "ci.build_local", "--source", str(crate)]
-    built = subprocess.run(  # noqa: S603 - our own module
-        [*command, "--into", str(tree)],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=BUILD_TIMEOUT_S,
+    built = run_module(
+        "ci.build_local",
+        "--source",
+        str(crate),
+        "--into",
+        str(tree),
+        timeout_s=BUILD_TIMEOUT_S,
     )
     assert 0 == built.returncode, built.stderr[-3000:]
 
     extension = describe_extension(tree)
-    machine = subprocess.run(  # noqa: S603 - our own interpreter
-        [sys.executable, "-m", "pytest", *SMOKE_PYTEST_ARGS],
-        cwd=tree,
+    machine = run_module(
+        "pytest",
+        *SMOKE_PYTEST_ARGS,
+        timeout_s=BUILD_TIMEOUT_S,
         env=tree_environment(tree),
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=BUILD_TIMEOUT_S,
+        cwd=tree,
     )
 
     assert {"source": "path", "version": "1.6.1"} == {

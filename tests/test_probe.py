@@ -9,12 +9,11 @@ table in the README fails this test when the crate's behaviour departs from it.
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from command_support import run_module
 
 from ci import probe as probe_cli
 from impl import adapter
@@ -150,14 +149,7 @@ def test_the_pinned_build_probes_exactly_as_recorded() -> None:
 )
 def test_bad_arguments_exit_two_with_one_line(argv: list[str], message: str) -> None:
     """The probe command answers bad arguments with one line and exit 2."""
-    result = subprocess.run(  # noqa: S603 - our own module, fixed arguments
-        [sys.executable, "-m", "ci.probe", *argv],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
+    result = run_module("ci.probe", *argv, timeout_s=120)
 
     assert 2 == result.returncode
     assert 1 == len(result.stderr.strip().splitlines())

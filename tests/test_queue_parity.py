@@ -4,25 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from command_support import run_module
 
 from ci import queue_parity
 
-REPO = Path(__file__).resolve().parent.parent
-
 
 def _parity(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(  # noqa: S603 - our own module, fixed arguments
-        [sys.executable, "-m", "ci.queue_parity", *argv],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
+    return run_module("ci.queue_parity", *argv, timeout_s=300)
 
 
 def test_the_programs_are_the_same_in_every_call() -> None:

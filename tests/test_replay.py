@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import io
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from command_support import run_module
 from rich.console import Console
 
 from ci.replay.affinity import record
@@ -34,7 +33,6 @@ from model.affinity.ops import (
 from model.affinity.types import SECOND_NS, AffinityConfig, Target, Version
 from properties import get
 
-REPO = Path(__file__).resolve().parent.parent
 CONFIG = AffinityConfig(ttl_ns=10 * SECOND_NS)
 PROGRAM = (
     Acquire("a"),
@@ -219,13 +217,8 @@ def test_a_table_the_crate_cannot_build_exits_two(
 
 def test_the_module_runs_as_a_command_with_its_exit_status(trace_file: Path) -> None:
     """`python -m ci.replay` exits 1 on a divergence, as a subprocess."""
-    completed = subprocess.run(  # noqa: S603 - our own module, fixed arguments
-        [sys.executable, "-m", "ci.replay", str(trace_file), "--canary", "late_expiry"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
+    completed = run_module(
+        "ci.replay", str(trace_file), "--canary", "late_expiry", timeout_s=120
     )
 
     assert EXIT_DIVERGED == completed.returncode

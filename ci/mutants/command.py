@@ -935,6 +935,11 @@ def _percent(rate: float | None) -> str:
     return "n/a" if rate is None else f"{100 * rate:.0f} %"
 
 
+def _head(*cells: str) -> list[str]:
+    """A Markdown table's header row and its separator."""
+    return [_row(*cells), _row(*["---"] * len(cells))]
+
+
 def _row(*cells: object) -> str:
     return "| " + " | ".join(str(cell).replace("|", "/") for cell in cells) + " |"
 
@@ -966,8 +971,7 @@ def _markdown_header(run: Run, data: dict[str, Any]) -> list[str]:
     if run.interrupted:
         lines += [f"**Run stopped early: {run.interrupted}.**", ""]
     lines += [
-        _row("", "ours", "crate's tests", "union"),
-        _row("---", "---", "---", "---"),
+        *_head("", "ours", "crate's tests", "union"),
         _row(
             f"kill rate over {t['viable']} viable",
             _percent(t["kill_rate_ours"]),
@@ -1004,8 +1008,9 @@ def _markdown_baselines(run: Run) -> list[str]:
     lines = [
         "## Baselines",
         "",
-        _row("file", "ours (s)", "our limit (s)", "deselected", "crate (s)", "skipped"),
-        _row("---", "---", "---", "---", "---", "---"),
+        *_head(
+            "file", "ours (s)", "our limit (s)", "deselected", "crate (s)", "skipped"
+        ),
     ]
     for relative, baseline in sorted(run.baselines.items()):
         lines.append(
@@ -1046,8 +1051,7 @@ def _markdown_mutants(run: Run) -> list[str]:
     lines = [
         "## Every mutant",
         "",
-        _row("id", "mutant", "ours", "s", "caught by (ours)", "crate", "caught by"),
-        _row("---", "---", "---", "---", "---", "---", "---"),
+        *_head("id", "mutant", "ours", "s", "caught by (ours)", "crate", "caught by"),
     ]
     for record in run.records:
         if record.ours is None or record.crate is None:

@@ -181,6 +181,20 @@ fn affinity_config(
 }
 
 impl RuntimeAffinityTable {
+    /// A table at clock time 0 with no handles and an empty sink.
+    fn fresh(table: SessionAffinity, runtime: Runtime, origin: Instant, manual: bool) -> Self {
+        Self {
+            handles: BTreeMap::new(),
+            table: Some(table),
+            sink: Arc::new(RecordingSink::default()),
+            runtime,
+            origin,
+            now_ns: 0,
+            next_handle: 1,
+            manual,
+        }
+    }
+
     fn table(&self) -> PyResult<&SessionAffinity> {
         self.table
             .as_ref()
@@ -214,8 +228,26 @@ impl RuntimeAffinityTable {
         })
     }
 
-    fn wrong_kind(id: u64, kind: &str, wanted: &str) -> PyErr {
-        HandleError::new_err(format!("handle {id} is a {kind} handle, not {wanted}"))
+    /// The handle's kind if it is one of `allowed`; otherwise a `HandleError`
+    /// saying it is not `wanted`.
+    fn kind_among(&self, id: u64, allowed: &[&str], wanted: &str) -> PyResult<&'static str> {
+        let kind = self.handle_kind(id)?;
+        if allowed.contains(&kind) {
+            Ok(kind)
+        } else {
+            Err(HandleError::new_err(format!("handle {id} is a {kind} handle, not {wanted}")))
+        }
+    }
+
+    /// Drops a handle of one of the `allowed` kinds inside the runtime, so that
+    /// the crate's Drop (abort or release) runs there.
+    fn drop_handle(&mut self, id: u64, allowed: &[&str], wanted: &str) -> PyResult<()> {
+        self.kind_among(id, allowed, wanted)?;
+        guard(|| {
+            let _context = self.runtime.enter();
+            drop(self.take_handle(id)?);
+            Ok(())
+        })
     }
 }
 
@@ -236,16 +268,7 @@ impl RuntimeAffinityTable {
                 (table, origin)
             });
             let table = table.map_err(to_py_error)?;
-            Ok(Self {
-                handles: BTreeMap::new(),
-                table: Some(table),
-                sink: Arc::new(RecordingSink::default()),
-                runtime,
-                origin,
-                now_ns: 0,
-                next_handle: 1,
-                manual: false,
-            })
+            Ok(Self::fresh(table, runtime, origin, false))
         })
     }
 
@@ -287,16 +310,7 @@ impl RuntimeAffinityTable {
                     .ok_or_else(|| InvalidArgument::new_err("instant_range_ns exceeds the platform's Instant range"))?,
             };
             let table = SessionAffinity::with_manual_clock(config, origin).map_err(to_py_error)?;
-            Ok(Self {
-                handles: BTreeMap::new(),
-                table: Some(table),
-                sink: Arc::new(RecordingSink::default()),
-                runtime,
-                origin,
-                now_ns: 0,
-                next_handle: 1,
-                manual: true,
-            })
+            Ok(Self::fresh(table, runtime, origin, true))
         })
     }
 
@@ -421,10 +435,7 @@ impl RuntimeAffinityTable {
     /// `SessionAffinity::commit(hold, dispatched)` for an "init" or "bound"
     /// handle. The handle is consumed whatever the outcome.
     fn commit(&mut self, handle: u64, dispatched: PyTarget) -> PyResult<u64> {
-        let kind = self.handle_kind(handle)?;
-        if kind != "init" && kind != "bound" {
-            return Err(Self::wrong_kind(handle, kind, "a hold"));
-        }
+        let kind = self.kind_among(handle, &["init", "bound"], "a hold")?;
         if kind == "bound" {
             // `SessionAffinity::commit` needs the table; without it, refuse
             // before consuming anything.
@@ -452,37 +463,18 @@ impl RuntimeAffinityTable {
 
     /// Drops an "init" handle: `AffinityInitialization`'s Drop aborts it.
     fn abort(&mut self, handle: u64) -> PyResult<()> {
-        let kind = self.handle_kind(handle)?;
-        if kind != "init" {
-            return Err(Self::wrong_kind(handle, kind, "an initialization"));
-        }
-        guard(|| {
-            let _context = self.runtime.enter();
-            drop(self.take_handle(handle)?);
-            Ok(())
-        })
+        self.drop_handle(handle, &["init"], "an initialization")
     }
 
     /// Drops a "bound" or "lease" handle: `AffinityLease`'s Drop releases it.
     fn release(&mut self, handle: u64) -> PyResult<()> {
-        let kind = self.handle_kind(handle)?;
-        if kind != "bound" && kind != "lease" {
-            return Err(Self::wrong_kind(handle, kind, "a lease"));
-        }
-        guard(|| {
-            let _context = self.runtime.enter();
-            drop(self.take_handle(handle)?);
-            Ok(())
-        })
+        self.drop_handle(handle, &["bound", "lease"], "a lease")
     }
 
     /// `Hold::invalidate` ("bound") or `AffinityLease::invalidate` ("lease"),
     /// then drops the handle.
     fn invalidate(&mut self, handle: u64) -> PyResult<()> {
-        let kind = self.handle_kind(handle)?;
-        if kind != "bound" && kind != "lease" {
-            return Err(Self::wrong_kind(handle, kind, "a lease"));
-        }
+        self.kind_among(handle, &["bound", "lease"], "a lease")?;
         guard(|| {
             let _context = self.runtime.enter();
             match self.take_handle(handle)? {
@@ -496,10 +488,7 @@ impl RuntimeAffinityTable {
 
     /// Polls a waiter once without blocking: has its notification arrived?
     fn waiter_done(&mut self, handle: u64) -> PyResult<bool> {
-        let kind = self.handle_kind(handle)?;
-        if kind != "waiter" {
-            return Err(Self::wrong_kind(handle, kind, "a waiter"));
-        }
+        self.kind_among(handle, &["waiter"], "a waiter")?;
         guard(|| {
             let _context = self.runtime.enter();
             let entry = self.handles.get_mut(&handle).expect("kind checked above");
@@ -511,16 +500,6 @@ impl RuntimeAffinityTable {
             }
             Ok(matches!(entry, Handle::WaiterDone))
         })
-    }
-
-    /// Drops a waiter handle (the request stopped waiting).
-    fn forget_waiter(&mut self, handle: u64) -> PyResult<()> {
-        let kind = self.handle_kind(handle)?;
-        if kind != "waiter" {
-            return Err(Self::wrong_kind(handle, kind, "a waiter"));
-        }
-        drop(self.take_handle(handle)?);
-        Ok(())
     }
 
     /// `SessionAffinity::query_target(session_id, requested_target)`.
@@ -580,19 +559,6 @@ impl RuntimeAffinityTable {
     /// Everything the sink received since the last drain, in order.
     fn drain_published(&self) -> Vec<Published> {
         std::mem::take(&mut *self.sink.published.lock().expect("sink poisoned"))
-    }
-
-    /// `SessionAffinity::ttl()` in nanoseconds.
-    fn ttl_ns(&self) -> PyResult<u64> {
-        Ok(u64::try_from(self.table()?.ttl().as_nanos()).unwrap_or(u64::MAX))
-    }
-
-    /// `SessionAffinity::mode()` as "hard" or "soft".
-    fn mode(&self) -> PyResult<&'static str> {
-        Ok(match self.table()?.mode() {
-            SessionAffinityMode::Hard => "hard",
-            SessionAffinityMode::Soft => "soft",
-        })
     }
 
     /// `SessionAffinity::entry_count()` (feature `testing`).

@@ -142,6 +142,23 @@ impl PolicyQueueTable {
             queue: Some(PolicyQueue::new(profile)),
         }
     }
+
+    /// Parses `fallback_policy`, loads the config, then
+    /// `resolve_profile(model_name, fallback_threshold, policy)` and
+    /// `PolicyQueue::new(profile)`.
+    fn resolved(
+        load: impl FnOnce() -> Result<RouterPolicyConfig, RouterPolicyConfigError>,
+        model_name: Option<&str>,
+        fallback_threshold: Option<f64>,
+        fallback_policy: &str,
+    ) -> PyResult<Self> {
+        guard(|| {
+            let policy = parse_policy(fallback_policy)?;
+            let config = load().map_err(config_error)?;
+            let profile = config.resolve_profile(model_name, fallback_threshold, policy);
+            Ok(Self::with_profile(profile))
+        })
+    }
 }
 
 #[pymethods]
@@ -157,12 +174,8 @@ impl PolicyQueueTable {
         fallback_threshold: Option<f64>,
         fallback_policy: &str,
     ) -> PyResult<Self> {
-        guard(|| {
-            let policy = parse_policy(fallback_policy)?;
-            let config = RouterPolicyConfig::from_yaml(yaml).map_err(config_error)?;
-            let profile = config.resolve_profile(model_name, fallback_threshold, policy);
-            Ok(Self::with_profile(profile))
-        })
+        let load = || RouterPolicyConfig::from_yaml(yaml);
+        Self::resolved(load, model_name, fallback_threshold, fallback_policy)
     }
 
     /// `RouterPolicyConfig::from_path(path)` then `resolve_profile(...)`, then
@@ -175,12 +188,8 @@ impl PolicyQueueTable {
         fallback_threshold: Option<f64>,
         fallback_policy: &str,
     ) -> PyResult<Self> {
-        guard(|| {
-            let policy = parse_policy(fallback_policy)?;
-            let config = RouterPolicyConfig::from_path(path).map_err(config_error)?;
-            let profile = config.resolve_profile(model_name, fallback_threshold, policy);
-            Ok(Self::with_profile(profile))
-        })
+        let load = || RouterPolicyConfig::from_path(path);
+        Self::resolved(load, model_name, fallback_threshold, fallback_policy)
     }
 
     /// `PolicyProfile::synthetic(threshold, policy)`, then `PolicyQueue::new`.

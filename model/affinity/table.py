@@ -19,9 +19,10 @@ owns the right to bind it) or *bound* to a target. The model's state:
 * `last_reap_ns` -- when idle bindings were last collected (reaping variants).
 * `dropped` -- the table itself is gone; handles outlive it harmlessly.
 
-The boundary rule, stated once: a binding with no active lease is *expired*
-when `deadline_ns <= now_ns`. Expired bindings are never served, whether or not
-they have been collected yet; collection only frees their slot.
+The boundary rule, stated once (`is_expired_at`): a binding with no active
+lease is *expired* when `deadline_ns <= now_ns`. Expired bindings are never
+served, whether or not they have been collected yet; collection only frees
+their slot.
 """
 
 from __future__ import annotations
@@ -81,6 +82,13 @@ class Binding:
 
 
 Entry = Initializing | Binding
+
+
+def is_expired_at(entry: Entry, now_ns: int) -> bool:
+    """A binding is expired when no lease holds it and its deadline is not after now."""
+    return (
+        isinstance(entry, Binding) and entry.leases == 0 and entry.deadline_ns <= now_ns
+    )
 
 
 @dataclass(frozen=True)
@@ -148,12 +156,8 @@ class AffinityState:
         return dict(self.entries).get(session_id)
 
     def is_expired(self, entry: Entry) -> bool:
-        """A bound entry with no lease whose idle deadline has passed."""
-        return (
-            isinstance(entry, Binding)
-            and entry.leases == 0
-            and entry.deadline_ns <= self.now_ns
-        )
+        """Whether `entry` is expired at this snapshot's clock."""
+        return is_expired_at(entry, self.now_ns)
 
 
 def check_ttl(ttl_ns: int) -> None:
@@ -320,10 +324,6 @@ class ModelAffinity:
             for number, held in sorted(self._handles.items())
         ]
 
-    def sessions(self) -> list[str]:
-        """Session ids with an entry, sorted."""
-        return sorted(self._entries)
-
     # ---- clock -------------------------------------------------------------
 
     def advance_clock(self, now_ns: int) -> None:
@@ -393,14 +393,10 @@ class ModelAffinity:
             )
 
     def _reap(self, at_ns: int) -> None:
-        """Remove every unleased binding whose deadline is at or before `at_ns`."""
+        """Remove every binding expired at `at_ns`."""
         self._last_reap_ns = at_ns
         for session_id, entry in sorted(self._entries.items()):
-            if (
-                isinstance(entry, Binding)
-                and entry.leases == 0
-                and entry.deadline_ns <= at_ns
-            ):
+            if is_expired_at(entry, at_ns):
                 del self._entries[session_id]
 
     # ---- acquisition -------------------------------------------------------
@@ -507,10 +503,9 @@ class ModelAffinity:
             if moved_to == target:
                 self._publish(session_id, target, lease.version)
             else:
-                entry = self._entries.get(session_id)
+                entry = self._binding_of(lease)
                 if (
-                    isinstance(entry, Binding)
-                    and entry.revision == lease.revision
+                    entry is not None
                     and entry.version == lease.version
                     and entry.target == target
                 ):
@@ -557,14 +552,8 @@ class ModelAffinity:
 
     def _release_lease(self, lease: LeaseHandle) -> None:
         """One use ends; the deadline restarts only if the version is unchanged."""
-        if self._dropped:
-            return
-        entry = self._entries.get(lease.session_id)
-        if (
-            not isinstance(entry, Binding)
-            or entry.revision != lease.revision
-            or entry.leases == 0
-        ):
+        entry = self._binding_of(lease)
+        if entry is None or entry.leases == 0:
             return
         entry = replace(entry, leases=entry.leases - 1)
         if entry.version == lease.version:
@@ -577,17 +566,18 @@ class ModelAffinity:
         self._invalidate_lease(self._take_lease(handle))
 
     def _invalidate_lease(self, lease: LeaseHandle) -> None:
-        if self._dropped:
-            return
-        entry = self._entries.get(lease.session_id)
-        if (
-            isinstance(entry, Binding)
-            and entry.revision == lease.revision
-            and entry.version == lease.version
-        ):
+        entry = self._binding_of(lease)
+        if entry is not None and entry.version == lease.version:
             del self._entries[lease.session_id]
             return
         self._release_lease(lease)
+
+    def _binding_of(self, lease: LeaseHandle) -> Binding | None:
+        """The binding instance the lease was taken on, while the table holds it."""
+        entry = self._entries.get(lease.session_id)
+        if self._dropped or not isinstance(entry, Binding):
+            return None
+        return entry if entry.revision == lease.revision else None
 
     def _take_lease(self, handle: int) -> LeaseHandle:
         held = self._handles.get(handle)
@@ -716,7 +706,8 @@ class ModelAffinity:
     # ---- helpers -----------------------------------------------------------
 
     def _expired(self, entry: Binding) -> bool:
-        return entry.leases == 0 and entry.deadline_ns <= self._now_ns
+        """Whether `entry` is expired at the table's clock (canaries override it)."""
+        return is_expired_at(entry, self._now_ns)
 
     def _check_alive(self) -> None:
         if self._dropped:

@@ -118,10 +118,3 @@ class Dispatch:
         if placement is None:
             return self.any_dispatchable
         return placement not in self.saturated
-
-
-EVERYONE_FREE = Dispatch()
-"""A predicate that accepts every entry."""
-
-NOBODY_FREE = Dispatch(any_dispatchable=False)
-"""Accepts no Any-lane entry; combine with `saturated` to refuse worker lanes."""

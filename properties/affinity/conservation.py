@@ -11,6 +11,7 @@ from model.affinity.ops import (
 )
 from model.affinity.table import AffinityState
 from model.affinity.types import U64_MAX, Initialize, ReplicaOutcome, Version
+from properties.affinity._steps import a_refusal_changes_nothing
 from properties.registry import Step, register
 
 
@@ -65,9 +66,7 @@ def an_oversized_session_id_is_rejected(step: Step) -> bool:
 @register("affinity", "always", "step", spec="D8")
 def a_failed_lookup_changes_nothing(step: Step) -> bool:
     """A rejected acquisition or query leaves the table exactly as it was."""
-    if not isinstance(step.op, Acquire | Query) or step.outcome.ok:
-        return True
-    return bool(step.before == step.after)
+    return a_refusal_changes_nothing(step, (Acquire, Query))
 
 
 @register("affinity", "always", "step", spec="D9")

@@ -12,6 +12,7 @@ from model.affinity.table import (
     WaiterHandle,
 )
 from model.affinity.types import Mode
+from properties.affinity._steps import bindings_survive, kept_bindings
 from properties.registry import Step, register
 
 
@@ -53,13 +54,7 @@ def a_leased_binding_is_never_removed_behind_its_back(step: Step) -> bool:
     """Only invalidation or a failed hard commit removes a leased binding."""
     if isinstance(step.op, Invalidate | Commit | DropTable):
         return True
-    after = dict(step.after.entries)
-    return all(
-        isinstance(after.get(session_id), Binding)
-        and after[session_id].revision == entry.revision
-        for session_id, entry in step.before.entries
-        if isinstance(entry, Binding) and entry.leases > 0
-    )
+    return bindings_survive(step, lambda binding: binding.leases > 0)
 
 
 @register("affinity", "always", "step", spec="D11")
@@ -67,13 +62,10 @@ def a_soft_commit_never_changes_the_binding_scope(step: Step) -> bool:
     """In soft mode a commit keeps worker-only bindings worker-only, ranked ranked."""
     if step.before.config.mode is not Mode.SOFT or not isinstance(step.op, Commit):
         return True
-    after = dict(step.after.entries)
     return all(
-        (after[session_id].target.rank is None) == (entry.target.rank is None)
-        for session_id, entry in step.before.entries
-        if isinstance(entry, Binding)
-        and isinstance(after.get(session_id), Binding)
-        and after[session_id].revision == entry.revision
+        (after.target.rank is None) == (before.target.rank is None)
+        for before, after in kept_bindings(step)
+        if after.revision == before.revision
     )
 
 
@@ -82,12 +74,7 @@ def a_hard_commit_never_moves_a_binding(step: Step) -> bool:
     """In hard mode a commit never changes an existing binding's target."""
     if step.before.config.mode is not Mode.HARD or not isinstance(step.op, Commit):
         return True
-    after = dict(step.after.entries)
-    return all(
-        after[session_id].target == entry.target
-        for session_id, entry in step.before.entries
-        if isinstance(entry, Binding) and isinstance(after.get(session_id), Binding)
-    )
+    return all(after.target == before.target for before, after in kept_bindings(step))
 
 
 @register("affinity", "always", "step", spec="D12")

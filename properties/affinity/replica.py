@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 from model.affinity.ops import ApplyReplica
-from model.affinity.table import Binding, Initializing
+from model.affinity.table import Binding, Entry, Initializing
 from model.affinity.types import ReplicaOutcome
 from properties.registry import Step, register
+
+
+def _live_updates(step: Step) -> list[tuple[Binding, Entry | None]]:
+    """The live binding a replica update met and its entry after; else nothing."""
+    if not isinstance(step.op, ApplyReplica):
+        return []
+    before = step.before.entry(step.op.session_id)
+    if not isinstance(before, Binding) or step.before.is_expired(before):
+        return []
+    return [(before, step.after.entry(step.op.session_id))]
 
 
 @register("affinity", "always", "step", spec="D10")
@@ -22,51 +32,38 @@ def a_replica_update_never_touches_an_initializing_entry(step: Step) -> bool:
 @register("affinity", "always", "step", spec="D10")
 def a_replica_update_never_lowers_a_live_version(step: Step) -> bool:
     """On a live binding a replica update never lowers the version."""
-    if not isinstance(step.op, ApplyReplica):
-        return True
-    before = step.before.entry(step.op.session_id)
-    after = step.after.entry(step.op.session_id)
-    if not isinstance(before, Binding) or step.before.is_expired(before):
-        return True
-    return isinstance(after, Binding) and after.version >= before.version
+    return all(
+        isinstance(after, Binding) and after.version >= before.version
+        for before, after in _live_updates(step)
+    )
 
 
 @register("affinity", "always", "step", spec="D10")
 def a_live_binding_moves_only_for_a_newer_version(step: Step) -> bool:
     """A replica update moves a live binding only with a strictly greater version."""
-    if not isinstance(step.op, ApplyReplica):
-        return True
-    before = step.before.entry(step.op.session_id)
-    after = step.after.entry(step.op.session_id)
-    if not isinstance(before, Binding) or step.before.is_expired(before):
-        return True
-    assert isinstance(after, Binding)
-    return after.target == before.target or step.op.version > before.version
+    return all(
+        isinstance(after, Binding)
+        and (after.target == before.target or step.op.version > before.version)
+        for before, after in _live_updates(step)
+    )
 
 
 @register("affinity", "always", "step", spec="D10")
 def a_replica_update_keeps_the_leases(step: Step) -> bool:
     """A replica update of a live binding keeps its revision and lease count."""
-    if not isinstance(step.op, ApplyReplica):
-        return True
-    before = step.before.entry(step.op.session_id)
-    after = step.after.entry(step.op.session_id)
-    if not isinstance(before, Binding) or step.before.is_expired(before):
-        return True
-    assert isinstance(after, Binding)
-    return after.revision == before.revision and after.leases == before.leases
+    return all(
+        isinstance(after, Binding)
+        and after.revision == before.revision
+        and after.leases == before.leases
+        for before, after in _live_updates(step)
+    )
 
 
 @register("affinity", "always", "step", spec="D10")
 def reapplying_a_binding_refreshes_it(step: Step) -> bool:
     """Re-applying a live binding's own target and version answers Refreshed."""
-    if not isinstance(step.op, ApplyReplica):
-        return True
-    before = step.before.entry(step.op.session_id)
-    if (
-        not isinstance(before, Binding)
-        or step.before.is_expired(before)
-        or (before.target, before.version) != (step.op.target, step.op.version)
-    ):
-        return True
-    return bool(step.outcome.value == ReplicaOutcome.REFRESHED)
+    return all(
+        step.outcome.value == ReplicaOutcome.REFRESHED
+        for before, _ in _live_updates(step)
+        if (before.target, before.version) == (step.op.target, step.op.version)
+    )

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from model.affinity.ops import Acquire, Advance, CrateAdvance, Query
-from model.affinity.table import AffinityState, Binding
+from model.affinity.table import AffinityState, Binding, is_expired_at
 from model.affinity.types import Bound, Target
+from properties.affinity._steps import a_refusal_changes_nothing, bindings_survive
 from properties.registry import Step, register
 
 
@@ -27,9 +28,7 @@ def the_clock_never_moves_backwards(step: Step) -> bool:
 @register("affinity", "always", "step", spec="D6")
 def a_rejected_clock_move_changes_nothing(step: Step) -> bool:
     """A rejected advance leaves clock, entries and handles exactly as they were."""
-    if not isinstance(step.op, Advance | CrateAdvance) or step.outcome.ok:
-        return True
-    return bool(step.before == step.after)
+    return a_refusal_changes_nothing(step, (Advance, CrateAdvance))
 
 
 @register("affinity", "always", "step", spec="D5")
@@ -37,12 +36,8 @@ def an_idle_binding_survives_until_its_deadline(step: Step) -> bool:
     """Advancing the clock never removes a binding before its idle deadline."""
     if not isinstance(step.op, Advance | CrateAdvance):
         return True
-    after = dict(step.after.entries)
-    return all(
-        isinstance(after.get(session_id), Binding)
-        and after[session_id].revision == entry.revision
-        for session_id, entry in step.before.entries
-        if isinstance(entry, Binding) and entry.deadline_ns > step.after.now_ns
+    return bindings_survive(
+        step, lambda binding: binding.deadline_ns > step.after.now_ns
     )
 
 
@@ -53,10 +48,7 @@ def a_reap_collects_every_expired_binding(step: Step) -> bool:
         return True
     reaped_at_ns = step.after.last_reap_ns
     return not any(
-        isinstance(entry, Binding)
-        and entry.leases == 0
-        and entry.deadline_ns <= reaped_at_ns
-        for _, entry in step.after.entries
+        is_expired_at(entry, reaped_at_ns) for _, entry in step.after.entries
     )
 
 

@@ -104,14 +104,15 @@ def _popped(step: Step) -> QueuedItem | None:
     return None
 
 
-def _popped_entry(step: Step) -> Entry | None:
+def _served(step: Step) -> tuple[QueuedItem, Entry] | None:
+    """The popped item and its queue entry as it stood before the pop."""
     popped = _popped(step)
     if popped is None:
         return None
     before: QueueState = step.before
     for entry in before.classes[popped.class_index].entries:
         if entry.payload == popped.payload and entry.placement == popped.placement:
-            return entry
+            return popped, entry
     return None
 
 
@@ -335,10 +336,10 @@ def only_a_pop_moves_the_carry(step: Step) -> bool:
 @register("queue", "always", "step", spec="Q9")
 def a_served_class_gets_the_fewest_quanta_that_cover_its_head(step: Step) -> bool:
     """Serving costs credit: after = before + fewest covering quanta - cost."""
-    entry = _popped_entry(step)
-    popped = _popped(step)
-    if entry is None or popped is None:
+    served = _served(step)
+    if served is None:
         return True
+    popped, entry = served
     index = popped.class_index
     after_class: ClassState = step.after.classes[index]
     if not after_class.entries:
@@ -528,10 +529,10 @@ def an_enqueue_pushed_a_counter_past_its_limit(step: Step) -> bool:
 @register("queue", "sometimes", "step", spec="C.6")
 def a_pop_fast_forwarded_several_rounds(step: Step) -> bool:
     """A served class needed two or more quanta in one pop (fast-forward)."""
-    entry = _popped_entry(step)
-    popped = _popped(step)
-    if entry is None or popped is None:
+    served = _served(step)
+    if served is None:
         return False
+    popped, entry = served
     index = popped.class_index
     deficit = step.before.classes[index].deficit
     return quanta_granted(entry.cost, deficit, step.before.configs[index].quantum) >= 2
@@ -570,10 +571,10 @@ def a_class_without_a_candidate_kept_positive_credit(step: Step) -> bool:
 
 
 def _overtook(step: Step, policy: str) -> bool:
-    entry = _popped_entry(step)
-    popped = _popped(step)
-    if entry is None or popped is None:
+    served = _served(step)
+    if served is None:
         return False
+    popped, entry = served
     if step.before.configs[popped.class_index].queue_policy != policy:
         return False
     lane = step.before.classes[popped.class_index].lane(popped.placement)

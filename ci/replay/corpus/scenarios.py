@@ -91,6 +91,18 @@ def _t(worker: int, rank: int | None = None) -> Target:
     return Target(worker, rank)
 
 
+def _expires_at(
+    deadline_ns: int, session_id: str, target: Target, gone: str = ""
+) -> tuple[Do, Do, Do, Do]:
+    """The binding is served 1 ns before its idle deadline and gone at it."""
+    return (
+        Do(Advance(deadline_ns - 1), returns=None),
+        Do(Query(session_id), returns=target),
+        Do(Advance(deadline_ns), returns=None),
+        Do(Query(session_id), returns=None, comment=gone),
+    )
+
+
 SCENARIOS: Final[tuple[Scenario, ...]] = (
     Scenario(
         name="e1_1_joined_lease_released_before_the_commit_is_not_counted",
@@ -233,10 +245,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             Do(Advance(20 * S), returns=None, comment="2 x TTL with a lease"),
             Do(Query("s"), returns=_t(1)),
             Do(Release(3), returns=None, comment="deadline 30 s"),
-            Do(Advance(30 * S - 1), returns=None),
-            Do(Query("s"), returns=_t(1)),
-            Do(Advance(30 * S), returns=None),
-            Do(Query("s"), returns=None),
+            *_expires_at(30 * S, "s", _t(1)),
             Do(Advance(29 * S), raises="InvalidArgument", comment="backwards"),
         ),
     ),
@@ -263,10 +272,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             Do(Query("b"), returns=_t(1)),
             Do(Advance(5 * S), returns=None),
             Do(Release(5), returns=None, comment="deadline 15 s"),
-            Do(Advance(15 * S - 1), returns=None),
-            Do(Query("b"), returns=_t(1)),
-            Do(Advance(15 * S), returns=None),
-            Do(Query("b"), returns=None),
+            *_expires_at(15 * S, "b", _t(1)),
         ),
     ),
     Scenario(
@@ -351,10 +357,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             Do(Advance(40 * S), returns=None),
             Do(Query("s"), returns=_t(1), comment="the second lease holds it"),
             Do(Release(4), returns=None, leases={"s": 0}),
-            Do(Advance(50 * S - 1), returns=None),
-            Do(Query("s"), returns=_t(1)),
-            Do(Advance(50 * S), returns=None),
-            Do(Query("s"), returns=None),
+            *_expires_at(50 * S, "s", _t(1)),
             Do(Advance(0), raises="InvalidArgument", comment="back to t0"),
             Do(Acquire("s"), returns=Initialize(5)),
         ),
@@ -425,10 +428,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             Do(Advance(3 * S), returns=None),
             Do(Commit(1, _t(1, 0)), returns=3, leases={"s": 1}),
             Do(Release(3), returns=None, leases={"s": 0}, comment="deadline 13 s"),
-            Do(Advance(13 * S - 1), returns=None),
-            Do(Query("s"), returns=_t(1, 0)),
-            Do(Advance(13 * S), returns=None),
-            Do(Query("s"), returns=None, comment="nothing leaked"),
+            *_expires_at(13 * S, "s", _t(1, 0), "nothing leaked"),
             Do(Advance(20 * S), returns=None, entries=0),
             Do(Acquire("s"), returns=Initialize(4)),
         ),
@@ -466,10 +466,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
                 published=(),
                 comment="an older version's lease: count only",
             ),
-            Do(Advance(15 * S - 1), returns=None),
-            Do(Query("s"), returns=_t(1)),
-            Do(Advance(15 * S), returns=None),
-            Do(Query("s"), returns=None, comment="not refreshed to 18 s"),
+            *_expires_at(15 * S, "s", _t(1), "not refreshed to 18 s"),
         ),
     ),
     Scenario(
@@ -496,10 +493,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             Do(Advance(8 * S), returns=None),
             Do(Release(2), returns=None, leases={"s": 0}, published=()),
             Do(Query("s"), returns=_t(2)),
-            Do(Advance(15 * S - 1), returns=None),
-            Do(Query("s"), returns=_t(2)),
-            Do(Advance(15 * S), returns=None),
-            Do(Query("s"), returns=None),
+            *_expires_at(15 * S, "s", _t(2)),
         ),
     ),
     Scenario(
@@ -567,10 +561,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             Do(Advance(CLOCK_NS_MAX + 1), raises="InvalidArgument"),
             Do(Query("s"), returns=_t(1), comment="the clock did not move"),
             Do(Advance(2**64), raises="InvalidArgument"),
-            Do(Advance(10 * S - 1), returns=None),
-            Do(Query("s"), returns=_t(1)),
-            Do(Advance(10 * S), returns=None),
-            Do(Query("s"), returns=None),
+            *_expires_at(10 * S, "s", _t(1)),
         ),
     ),
 )
