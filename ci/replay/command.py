@@ -180,11 +180,11 @@ def replay(trace: Trace, factory: Factory, sut: str) -> Replay:
 # ---- rendering ---------------------------------------------------------------
 
 
-def show_outcome(outcome: Any) -> str:
+def show_outcome(kind: TraceKind, outcome: Any) -> str:
     """An outcome in a table cell: the error kind, or the value."""
     if outcome.error is not None:
         return str(outcome.error)
-    return repr(outcome.value)
+    return kind.show_value(outcome.value)
 
 
 HARNESS_CHECKS: Final[frozenset[str]] = frozenset(
@@ -207,9 +207,10 @@ def _table(result: Replay) -> Table:
     for column in ("step", "operation", "model", "implementation", "check"):
         table.add_column(column, justify="right" if column == "step" else "left")
     first = result.first_failure
+    kind = result.trace.kind
     for recorded, verdict in zip(result.trace.steps, result.verdicts, strict=False):
         report = verdict.report
-        operation = Text(repr(verdict.op))
+        operation = Text(kind.show_op(verdict.op))
         if recorded.comment:
             operation.append(f"\n{recorded.comment}", style="dim italic")
         style = ""
@@ -220,8 +221,8 @@ def _table(result: Replay) -> Table:
         table.add_row(
             str(recorded.index),
             operation,
-            Text("-" if report is None else show_outcome(report.expected)),
-            Text("crashed" if report is None else show_outcome(report.actual)),
+            Text("-" if report is None else show_outcome(kind, report.expected)),
+            Text("crashed" if report is None else show_outcome(kind, report.actual)),
             "ok" if not verdict.failed else ", ".join(verdict.failed),
             style=style,
         )
@@ -263,7 +264,10 @@ def render(result: Replay, console: Console) -> None:
         return
     step = result.verdicts.index(first) + 1
     console.print(
-        Text(f"first divergence at step {step}: {first.op!r}", style="bold red")
+        Text(
+            f"first divergence at step {step}: {trace.kind.show_op(first.op)}",
+            style="bold red",
+        )
     )
     console.print(f"  failed: {', '.join(first.failed)}", markup=False)
     console.print(f"  {first.detail}", markup=False)

@@ -47,7 +47,17 @@ from ci.replay.envelope import (
 )
 from ci.replay.trace import Factory, TraceKind
 from model.errors import PolicyConfigError, QueueUsageError
-from model.queue.ops import QUEUE_OP_TYPES, QueueOutcome, QueueValue
+from model.queue.ops import (
+    QUEUE_OP_TYPES,
+    Enqueue,
+    PopNext,
+    QueueOutcome,
+    QueueValue,
+    ReadBacklog,
+    ReadConfig,
+    ReadStats,
+    Retain,
+)
 from model.queue.table import ModelPolicyQueue, QueueState
 from model.queue.types import (
     ClassConfig,
@@ -285,6 +295,67 @@ def decode_projection(value: object, where: str) -> Projection:
     )
 
 
+# ---- display -----------------------------------------------------------------
+
+
+def show_worker(worker: Worker | None) -> str:
+    """`w1.0` (worker 1, rank 0), or `any` for the shared lane."""
+    return "any" if worker is None else f"w{worker.worker_id}.{worker.dp_rank}"
+
+
+def show_dispatch(dispatch: Dispatch) -> str:
+    """Who is refused: saturated workers, the Any lane, paused classes."""
+    refused = [show_worker(worker) for worker in sorted(dispatch.saturated)]
+    if not dispatch.any_dispatchable:
+        refused.append("any")
+    refused += [f"c{index}" for index in sorted(dispatch.paused_classes)]
+    return "all free" if not refused else "refusing " + ", ".join(refused)
+
+
+def show_op(op: Any) -> str:
+    """An operation in a replay table cell, in the queue's own words."""
+    match op:
+        case Enqueue():
+            extras = [
+                f"{name}={value}"
+                for name, value, usual in (
+                    ("cached", op.cached_tokens, 0),
+                    ("arrival", op.arrival_offset_secs, 0.0),
+                    ("jump", op.priority_jump, 0.0),
+                    ("strict", op.strict_priority, 0),
+                    ("workers", op.worker_count, 1),
+                )
+                if value != usual  # NaN differs from everything: always shown
+            ]
+            return (
+                f"enqueue p{op.payload} c{op.class_index} "
+                f"{show_worker(op.placement)} raw={op.raw_isl_tokens}"
+                + "".join(f" {extra}" for extra in extras)
+            )
+        case PopNext(dispatch):
+            return f"pop ({show_dispatch(dispatch)})"
+        case Retain(drop):
+            return f"retain, dropping {sorted(drop)}"
+        case ReadStats(index) | ReadBacklog(index) | ReadConfig(index):
+            return f"{type(op).__name__} c{index}"
+    return type(op).__name__.lower()
+
+
+def show_value(value: Any) -> str:
+    """A returned value in a replay table cell."""
+    match value:
+        case QueuedItem():
+            return (
+                f"p{value.payload} (c{value.class_index} {show_worker(value.placement)}"
+                f" cost={value.scheduling_cost_tokens})"
+            )
+        case Rejection():
+            return f"rejected: {value.limit_kind} {value.current}/{value.limit}"
+        case tuple():
+            return "drained " + ", ".join(f"p{item.payload}" for item in value)
+    return repr(value)
+
+
 # ---- the kind ----------------------------------------------------------------
 
 
@@ -357,6 +428,14 @@ class QueueKind(TraceKind):
             else f"YAML, model {setup.model_name!r}, fallback {setup.fallback_policy}"
         )
         return f"classes: {classes}; profile from {source}"
+
+    def show_op(self, op: Any) -> str:
+        """`show_op`."""
+        return show_op(op)
+
+    def show_value(self, value: Any) -> str:
+        """`show_value`."""
+        return show_value(value)
 
     def model_factory(self) -> Factory:
         """A second `ModelPolicyQueue`."""

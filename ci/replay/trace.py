@@ -165,6 +165,14 @@ class TraceKind(ABC):
     def canaries(self) -> Mapping[str, Factory]:
         """Deliberately broken systems, by name."""
 
+    def show_op(self, op: Any) -> str:
+        """An operation in a replay table cell."""
+        return repr(op)
+
+    def show_value(self, value: Any) -> str:
+        """A returned value in a replay table cell."""
+        return repr(value)
+
     def rebuild(self, trace: Trace, keep: Sequence[int]) -> list[tuple[int, Any]]:
         """The kept steps (0-based) as a program; by default, unchanged."""
         return [(position, trace.steps[position].op) for position in keep]
