@@ -41,13 +41,14 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 from rich.console import Console
 from rich.table import Table
 
 from ci import build_local
 from ci.build_local import SOURCE_ENV
+from ci.cli import OneLineParser, UsageError
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     DEFAULT_ROOT,
@@ -78,18 +79,9 @@ ARTIFACTS_MAX: Final[int] = 10_000
 CONSOLE_WIDTH_MIN: Final[int] = 140
 
 
-class UsageError(Exception):
-    """The gate cannot run; the message is the one line to print."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
-    parser = _Parser(prog=f"python -m {PROG}", description="Run the CI gate.")
+    parser = OneLineParser(prog=f"python -m {PROG}", description="Run the CI gate.")
     parser.add_argument("--profile", required=True, choices=sorted(HYPOTHESIS_PROFILES))
     parser.add_argument("--junit", type=Path, default=None, help="JUnit XML path")
     parser.add_argument(

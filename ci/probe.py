@@ -13,11 +13,12 @@ generator as the README's "Probed capabilities" table.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final, NoReturn
+from typing import Final
+
+from ci.cli import OneLineParser, UsageError
 
 TARGETS_DIR: Final[Path] = Path(__file__).resolve().parent / "targets"
 PINNED: Final[str] = "pinned-1.6.1"
@@ -26,15 +27,6 @@ README_BEGIN: Final[str] = (
 )
 README_END: Final[str] = "<!-- probed-capabilities:end -->"
 NAME_CHARS: Final[frozenset[str]] = frozenset("abcdefghijklmnopqrstuvwxyz0123456789-.")
-
-
-class UsageError(Exception):
-    """Bad arguments; the message is the one line to print."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
 
 
 def recorded() -> dict[str, str]:
@@ -93,7 +85,7 @@ def _check_name(name: str | None) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
-    parser = _Parser(prog="python -m ci.probe", description=__doc__)
+    parser = OneLineParser(prog="python -m ci.probe", description=__doc__)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--json", action="store_true", help="print the raw answers")
     mode.add_argument("--table", action="store_true", help="recorded targets")

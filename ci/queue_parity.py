@@ -17,14 +17,14 @@ Exit codes: 0 recorded / identical, 1 a difference, 2 bad arguments or file.
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
+from ci.cli import OneLineParser, UsageError
 from model.queue.api import outcome_of
 from model.queue.ops import Drain, Enqueue, PopNext, QueueOp, Retain
 from model.queue.types import ClassConfig, Dispatch
@@ -34,15 +34,6 @@ from stateful.queue_subject import ProfileSpec, profile_yaml
 PROGRAMS_DEFAULT: Final[int] = 2_000
 STEPS_PER_PROGRAM: Final[int] = 60
 FORMAT: Final[str] = "queue-parity/1"
-
-
-class UsageError(Exception):
-    """Bad arguments or an unreadable record; the message is the one line."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
 
 
 def _profile(rng: random.Random) -> ProfileSpec:
@@ -152,7 +143,7 @@ def _check_count(programs: int) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Command-line entry point; returns the exit status."""
-    parser = _Parser(prog="python -m ci.queue_parity", description=__doc__)
+    parser = OneLineParser(prog="python -m ci.queue_parity", description=__doc__)
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--record", type=Path, metavar="FILE")
     mode.add_argument("--compare", type=Path, metavar="FILE")

@@ -43,6 +43,7 @@ from stateful.queue_subject import (
     QueueHarness,
     indented,
     profile_yaml,
+    request,
 )
 
 if TYPE_CHECKING:
@@ -228,7 +229,7 @@ class QueueMachine(DifferentialMachine):
         for tokens, arrival in zip(raw, arrivals, strict=True):
             self._apply(
                 "two_requests_then_a_pop",
-                plain_enqueue(class_index, tokens, arrival, self._next_payload()),
+                request(self._next_payload(), class_index, raw=tokens, arrival=arrival),
             )
         self._apply("two_requests_then_a_pop", PopNext(dispatch=Dispatch()))
 
@@ -292,7 +293,7 @@ class QueueMachine(DifferentialMachine):
     @rule(out_of_range=st.sampled_from(("class_index", "strict_priority")))
     def enqueue_out_of_range(self, out_of_range: str) -> None:
         """An enqueue with a value the crate cannot take is refused alike."""
-        op = plain_enqueue(0, 1, 0.0, self._next_payload())
+        op = request(self._next_payload())
         if out_of_range == "class_index":
             op = replace(op, class_index=self._class_count())
         else:
@@ -327,18 +328,3 @@ class QueueMachine(DifferentialMachine):
         }
         assert set() == stranded - blocked, "entries stranded outside blocked lanes"
         self._apply("teardown", Drain())
-
-
-def plain_enqueue(class_index: int, raw: int, arrival: float, payload: int) -> Enqueue:
-    """An enqueue on the Any lane of one worker, no cache hit, no priority."""
-    return Enqueue(
-        class_index=class_index,
-        worker_count=1,
-        raw_isl_tokens=raw,
-        cached_tokens=0,
-        arrival_offset_secs=arrival,
-        priority_jump=0.0,
-        strict_priority=0,
-        placement=None,
-        payload=payload,
-    )

@@ -28,9 +28,9 @@ from typing import Any, ClassVar
 
 from model.errors import QueueUsageError
 from model.queue.api import PolicyQueueApi, QueueObservation, observe, outcome_of
-from model.queue.ops import QueueOp, QueueOutcome, Rebuild
+from model.queue.ops import Enqueue, QueueOp, QueueOutcome, Rebuild
 from model.queue.table import ModelPolicyQueue, QueueState
-from model.queue.types import ClassConfig, QueuePolicy
+from model.queue.types import ClassConfig, QueuePolicy, Worker
 from properties.queue.invariants import QueueView
 from properties.registry import Over, Step
 from stateful.harness import Harness, Subject
@@ -104,6 +104,32 @@ def native_factory(spec: ProfileSpec) -> PolicyQueueApi:
         return NativePolicyQueue.synthetic(None, spec.fallback_policy)
     return NativePolicyQueue.from_yaml(
         spec.yaml_text, spec.model_name, None, spec.fallback_policy
+    )
+
+
+def request(
+    payload: int,
+    class_index: int = 0,
+    *,
+    raw: int = 1,
+    cached: int = 0,
+    arrival: float = 0.0,
+    jump: float = 0.0,
+    strict: int = 0,
+    workers: int = 1,
+    placement: Worker | None = None,
+) -> Enqueue:
+    """An enqueue in short words: upstream's usual defaults, one worker, Any lane."""
+    return Enqueue(
+        class_index=class_index,
+        worker_count=workers,
+        raw_isl_tokens=raw,
+        cached_tokens=cached,
+        arrival_offset_secs=arrival,
+        priority_jump=jump,
+        strict_priority=strict,
+        placement=placement,
+        payload=payload,
     )
 
 

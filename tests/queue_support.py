@@ -8,14 +8,14 @@ runs against both systems.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from model.queue.api import PolicyQueueApi
-from model.queue.ops import Enqueue
 from model.queue.table import ModelPolicyQueue
-from model.queue.types import ClassConfig, Dispatch, QueuedItem, Worker
-from stateful.queue_subject import profile_yaml
+from model.queue.types import ClassConfig, Dispatch, QueuedItem
+from stateful.queue_subject import profile_yaml, request
 
 QueueMaker = Callable[[tuple[ClassConfig, ...]], PolicyQueueApi]
 
@@ -57,28 +57,11 @@ def put(
     class_index: int,
     payload: int,
     *,
-    raw: int = 1,
-    cached: int = 0,
-    arrival: float = 0.0,
-    jump: float = 0.0,
-    strict: int = 0,
     worker_count: int = 1,
-    placement: Worker | None = None,
+    **fields: Any,
 ) -> object:
     """Enqueue with upstream's usual defaults; return the rejection or None."""
-    return queue.enqueue(
-        Enqueue(
-            class_index=class_index,
-            worker_count=worker_count,
-            raw_isl_tokens=raw,
-            cached_tokens=cached,
-            arrival_offset_secs=arrival,
-            priority_jump=jump,
-            strict_priority=strict,
-            placement=placement,
-            payload=payload,
-        )
-    )
+    return queue.enqueue(request(payload, class_index, workers=worker_count, **fields))
 
 
 def pop_payload(queue: PolicyQueueApi, dispatch: Dispatch | None = None) -> int | None:

@@ -119,18 +119,31 @@ def passing_run(
     return completed, junit
 
 
+def _failing(
+    factory: pytest.TempPathFactory, name: str, source: str, workers: str
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    tmp_path = factory.mktemp(name)
+    suite = _folder(tmp_path, f"test_{name}.py", source)
+    artifacts = tmp_path / "artifacts"
+    completed = _gate(
+        "--profile",
+        "pr",
+        "-n",
+        workers,
+        "--artifacts",
+        str(artifacts),
+        "--",
+        str(suite),
+    )
+    return completed, artifacts
+
+
 @pytest.fixture(scope="module")
 def failing_run(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     """The gate over one failing machine test on two xdist workers."""
-    tmp_path = tmp_path_factory.mktemp("failing")
-    suite = _folder(tmp_path, "test_forgetful.py", FAILING)
-    artifacts = tmp_path / "artifacts"
-    completed = _gate(
-        "--profile", "pr", "-n", "2", "--artifacts", str(artifacts), "--", str(suite)
-    )
-    return completed, artifacts
+    return _failing(tmp_path_factory, "forgetful", FAILING, "2")
 
 
 @pytest.fixture(scope="module")
@@ -138,13 +151,7 @@ def failing_queue_run(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
     """The gate over one failing queue machine test."""
-    tmp_path = tmp_path_factory.mktemp("failing-queue")
-    suite = _folder(tmp_path, "test_lifo_ties.py", FAILING_QUEUE)
-    artifacts = tmp_path / "artifacts"
-    completed = _gate(
-        "--profile", "pr", "-n", "0", "--artifacts", str(artifacts), "--", str(suite)
-    )
-    return completed, artifacts
+    return _failing(tmp_path_factory, "lifo_ties", FAILING_QUEUE, "0")
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@
 
 Each is a `PolicyQueueApi` built from a `ProfileSpec`, run by the queue
 machine in place of the crate; the machine must fail on every one of them,
-by the check named in `CAUGHT_BY` (`tests/test_queue_canaries.py`). Two
+by the check named in `CAUGHT_BY` (`tests/test_canaries.py`). Two
 families:
 
 * wrappers around the crate's queue (`NativePolicyQueue`), built from the

@@ -424,6 +424,9 @@ class AffinityKind(TraceKind):
     subject = SUBJECT
     noun = "table"
     setup_keys = SUBJECT_KEYS
+    ops = OPS
+    outcomes = (encode_outcome, decode_outcome)
+    projections = (encode_projection, decode_projection)
 
     def encode_setup(self, setup: AffinitySetup) -> dict[str, Any]:
         """`config` and `session_pool`."""
@@ -438,30 +441,6 @@ class AffinityKind(TraceKind):
             decode_config(document["config"]),
             decode_session_pool(document["session_pool"]),
         )
-
-    def encode_op(self, op: Any) -> dict[str, Any]:
-        """`{"op": <class name>, <field>: <value>, ...}`."""
-        return OPS.encode(op)
-
-    def decode_op(self, value: object, where: str) -> Any:
-        """An operation of `model.affinity.ops`, its fields checked by type."""
-        return OPS.decode(value, where)
-
-    def encode_outcome(self, outcome: Any) -> dict[str, Any]:
-        """`encode_outcome`."""
-        return encode_outcome(outcome)
-
-    def decode_outcome(self, value: object, where: str) -> Outcome:
-        """`decode_outcome`."""
-        return decode_outcome(value, where)
-
-    def encode_projection(self, projection: Any) -> dict[str, Any]:
-        """`encode_projection`."""
-        return encode_projection(projection)
-
-    def decode_projection(self, value: object, where: str) -> Projection:
-        """`decode_projection`."""
-        return decode_projection(value, where)
 
     def project(self, model: Any) -> Projection:
         """The model's clock and entries."""

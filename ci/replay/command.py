@@ -28,12 +28,13 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from ci.cli import OneLineParser, UsageError
 from ci.replay.envelope import TraceError, crate_version
 from ci.replay.trace import Factory, Trace, TraceKind, load
 from model.errors import (
@@ -52,20 +53,9 @@ EXIT_USAGE: Final[int] = 2
 CONSOLE_WIDTH_MIN: Final[int] = 140
 
 
-class UsageError(Exception):
-    """The replay cannot start; the message is the one line to print."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line and a `UsageError`."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
-    parser = _Parser(
+    parser = OneLineParser(
         prog=f"python -m {PROG}",
         description="Replay a trace against the model and a system under test.",
     )

@@ -365,6 +365,9 @@ class QueueKind(TraceKind):
     subject = SUBJECT
     noun = "queue"
     setup_keys = SUBJECT_KEYS
+    ops = OPS
+    outcomes = (encode_outcome, decode_outcome)
+    projections = (encode_projection, decode_projection)
 
     def encode_setup(self, setup: ProfileSpec) -> dict[str, Any]:
         """`profile`."""
@@ -373,30 +376,6 @@ class QueueKind(TraceKind):
     def decode_setup(self, document: dict[str, Any]) -> ProfileSpec:
         """A profile whose classes the model accepts."""
         return decode_profile(document["profile"])
-
-    def encode_op(self, op: Any) -> dict[str, Any]:
-        """`{"op": <class name>, <field>: <value>, ...}`."""
-        return OPS.encode(op)
-
-    def decode_op(self, value: object, where: str) -> Any:
-        """An operation of `model.queue.ops`, its fields checked by type."""
-        return OPS.decode(value, where)
-
-    def encode_outcome(self, outcome: Any) -> dict[str, Any]:
-        """`encode_outcome`."""
-        return encode_outcome(outcome)
-
-    def decode_outcome(self, value: object, where: str) -> QueueOutcome:
-        """`decode_outcome`."""
-        return decode_outcome(value, where)
-
-    def encode_projection(self, projection: Any) -> dict[str, Any]:
-        """`encode_projection`."""
-        return encode_projection(projection)
-
-    def decode_projection(self, value: object, where: str) -> Projection:
-        """`decode_projection`."""
-        return decode_projection(value, where)
 
     def project(self, model: Any) -> Projection:
         """Counters, cursor, carry, and per class payloads, blocks and credit."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from ci.replay.codec import Codec, OpCodec
 from ci.replay.envelope import (
     STEPS_MAX,
     Header,
@@ -100,6 +101,9 @@ class TraceKind(ABC):
     subject: str
     noun: str  # what one setup builds: "table", "queue"
     setup_keys: frozenset[str]
+    ops: OpCodec
+    outcomes: Codec  # a step's outcome, as JSON and back
+    projections: Codec  # the model projection after a step, as JSON and back
 
     # -- JSON --
 
@@ -110,30 +114,6 @@ class TraceKind(ABC):
     @abstractmethod
     def decode_setup(self, document: dict[str, Any]) -> Any:
         """The setup from the subject's keys, strictly (a `TraceError` names why)."""
-
-    @abstractmethod
-    def encode_op(self, op: Any) -> dict[str, Any]:
-        """An operation as JSON."""
-
-    @abstractmethod
-    def decode_op(self, value: object, where: str) -> Any:
-        """An operation from JSON."""
-
-    @abstractmethod
-    def encode_outcome(self, outcome: Any) -> dict[str, Any]:
-        """A step's outcome as JSON."""
-
-    @abstractmethod
-    def decode_outcome(self, value: object, where: str) -> Any:
-        """A step's outcome from JSON."""
-
-    @abstractmethod
-    def encode_projection(self, projection: Any) -> dict[str, Any]:
-        """The model projection as JSON."""
-
-    @abstractmethod
-    def decode_projection(self, value: object, where: str) -> Any:
-        """The model projection from JSON."""
 
     # -- running --
 
@@ -183,9 +163,9 @@ class TraceKind(ABC):
         """One step object (the comment only when there is one)."""
         encoded = {
             "index": step.index,
-            "op": self.encode_op(step.op),
-            "expected": self.encode_outcome(step.expected),
-            "model": self.encode_projection(step.model),
+            "op": self.ops.encode(step.op),
+            "expected": self.outcomes[0](step.expected),
+            "model": self.projections[0](step.model),
         }
         if step.comment:
             encoded["comment"] = step.comment
@@ -202,15 +182,13 @@ class TraceKind(ABC):
         setup = self.decode_setup(document)
         steps = []
         for step in read_steps(document):
-            where = f"step {step['index']}"
+            at = f"step {step['index']}"
             steps.append(
                 RecordedStep(
                     index=step["index"],
-                    op=self.decode_op(step["op"], f"{where}: op"),
-                    expected=self.decode_outcome(
-                        step["expected"], f"{where}: expected"
-                    ),
-                    model=self.decode_projection(step["model"], f"{where}: model"),
+                    op=self.ops.decode(step["op"], f"{at}: op"),
+                    expected=self.outcomes[1](step["expected"], f"{at}: expected"),
+                    model=self.projections[1](step["model"], f"{at}: model"),
                     comment=step.get("comment", ""),
                 )
             )

@@ -11,24 +11,15 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
 
+from ci.cli import OneLineParser, UsageError
 from ci.replay.corpus import CORPUS_DIR, CorpusError, add, build, stale_files
 
 PROG = "ci.replay.corpus"
 
 
-class _UsageError(Exception):
-    """Bad command line; the message is the one line to print."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise _UsageError(message)
-
-
 def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=f"python -m {PROG}", description=__doc__)
+    parser = OneLineParser(prog=f"python -m {PROG}", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     build_command = commands.add_parser("build", help="write the scenario files")
     build_command.add_argument(
@@ -73,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path, text in sorted(build().items()):
             path.write_text(text, encoding="utf-8")
             print(f"wrote {path}")
-    except (_UsageError, CorpusError) as error:
+    except (UsageError, CorpusError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
     return 0

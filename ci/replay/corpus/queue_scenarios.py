@@ -11,11 +11,12 @@ the reference model and refuses to write a file if the model disagrees.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 from typing import Final
 
+from ci.replay.corpus.scenarios import UNCHECKED, Unchecked
 from model.queue.ops import (
     Drain,
-    Enqueue,
     PopNext,
     QueueOp,
     QueueOutcome,
@@ -35,21 +36,11 @@ from model.queue.types import (
     Worker,
     synthetic_profile,
 )
-from stateful.queue_subject import ProfileSpec, profile_yaml
+from stateful.queue_subject import ProfileSpec, profile_yaml, request
 
 W1: Final[Worker] = Worker(1, 0)
 W2: Final[Worker] = Worker(2, 0)
 ALL_FREE: Final[Dispatch] = Dispatch()
-
-
-class Unstated:
-    """Marks a step whose result the scenario does not state."""
-
-    def __repr__(self) -> str:
-        return "UNSTATED"
-
-
-UNSTATED: Final = Unstated()
 
 
 @dataclass(frozen=True)
@@ -61,9 +52,9 @@ class QDo:
     """
 
     op: QueueOp
-    serves: int | Unstated | None = UNSTATED
-    rejected: LimitKind | Unstated | None = UNSTATED
-    value: object = UNSTATED
+    serves: int | Unchecked | None = UNCHECKED
+    rejected: LimitKind | Unchecked | None = UNCHECKED
+    value: object = UNCHECKED
     raises: str | None = None
     pending: int | None = None
     comment: str = ""
@@ -84,45 +75,23 @@ def stated_mismatch(step: QDo, outcome: QueueOutcome, pending: int) -> str:
     if step.raises is not None or not outcome.ok:
         return "" if outcome.error == step.raises else f"raised {outcome.error}"
     value = outcome.value
-    if not isinstance(step.serves, Unstated):
+    if not isinstance(step.serves, Unchecked):
         served = value.payload if isinstance(value, QueuedItem) else value
         if served != step.serves:
             return f"served {served!r}"
-    if not isinstance(step.rejected, Unstated):
+    if not isinstance(step.rejected, Unchecked):
         kind = value.limit_kind if isinstance(value, Rejection) else None
         if kind != step.rejected:
             return f"rejected by {kind!r}"
-    if not isinstance(step.value, Unstated) and value != step.value:
+    if not isinstance(step.value, Unchecked) and value != step.value:
         return f"returned {value!r}"
     if step.pending is not None and pending != step.pending:
         return f"left {pending} pending"
     return ""
 
 
-def put(
-    payload: int,
-    class_index: int = 0,
-    *,
-    raw: int = 10,
-    cached: int = 0,
-    arrival: float = 0.0,
-    jump: float = 0.0,
-    strict: int = 0,
-    workers: int = 1,
-    placement: Worker | None = None,
-) -> Enqueue:
-    """An enqueue with the scenario's usual defaults."""
-    return Enqueue(
-        class_index=class_index,
-        worker_count=workers,
-        raw_isl_tokens=raw,
-        cached_tokens=cached,
-        arrival_offset_secs=arrival,
-        priority_jump=jump,
-        strict_priority=strict,
-        placement=placement,
-        payload=payload,
-    )
+put = partial(request, raw=10)
+"""An enqueue with the scenarios' usual 10 raw tokens (`request` otherwise)."""
 
 
 def pop(dispatch: Dispatch = ALL_FREE) -> PopNext:
