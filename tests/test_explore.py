@@ -26,7 +26,6 @@ from ci.explore.coverage import (
 )
 from ci.explore.graph import (
     Exploration,
-    ExplorationCapError,
     bound_ops,
     clock_instants,
     explore,
@@ -34,6 +33,7 @@ from ci.explore.graph import (
 )
 from ci.explore.paths import edge_cover_paths, replay_paths
 from ci.explore.picture import to_dot, to_svg
+from ci.explore.search import ExplorationCapError
 from ci.explore.shrink import (
     hypothesis_shrunk_steps,
     shortest_counterexample,

@@ -47,15 +47,10 @@ from ci.explore.coverage import (
     run_machine,
     run_restricted_machine,
 )
-from ci.explore.graph import (
-    Bound,
-    Exploration,
-    ExplorationCapError,
-    Violation,
-    explore,
-)
+from ci.explore.graph import Bound, Exploration, Violation, explore
 from ci.explore.paths import ReplayResult, edge_cover_paths, replay_paths
 from ci.explore.picture import to_dot, to_svg
+from ci.explore.search import ExplorationCapError
 from ci.explore.shrink import (
     Counterexample,
     ShrinkQuality,
