@@ -81,7 +81,9 @@ class Transition(Generic[StateT, OpT]):
     op: OpT
     outcome: object
     after: StateT  # the successor node (the space's canonical form of the new state)
-    step: Step  # what step properties read: the state before, op, outcome, raw after
+    step: Step | None
+    """What step properties read (the state before, op, outcome, the state the op
+    really left), or None when none applies (a refused call, which changes nothing)."""
     labels: tuple[tuple[str, object], ...] = ()  # further edge attributes
 
 
@@ -255,7 +257,9 @@ class _Search(Generic[BoundT, StateT, OpT]):
                 **dict(transition.labels),
             )
             via = (node, transition.op)
-            failed = self.check(self.checks.step, transition.step, depth + 1, via)
+            failed = transition.step is not None and self.check(
+                self.checks.step, transition.step, depth + 1, via
+            )
             if new:
                 failed = self.check_state(transition.after, depth + 1, via) or failed
             if failed and self.stop:
