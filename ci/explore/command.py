@@ -387,7 +387,7 @@ def _check(
         )
     console.print(table)
     for bound in bounds:
-        console.print(f"  {bound.name}: {bound.describe()}")
+        console.print(f"  {bound.name}: {bound.describe()}", markup=False)
     for failure in failures:
         console.print(f"[red]{failure}[/red]")
     return 1 if failures else 0
