@@ -23,6 +23,10 @@ machine rule missing from the table, raises rather than being miscounted.
 only the operations the explorer enumerates and stopping at `depth_max`, so
 every step it takes is a graph edge. Its fractions separate "Hypothesis leaves
 the bound" (the first machine) from "Hypothesis' choices within the bound".
+
+The measurement (`MachineStep`, `MachineRun`, `measure`) and the restricted
+machines' rule builder (`run_restricted`) are shared with the policy queue,
+whose machines live in `ci.explore.queue_coverage`.
 """
 
 from __future__ import annotations
