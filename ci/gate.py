@@ -319,7 +319,7 @@ def _shrinks(records: list[dict[str, Any]]) -> Table:
 
 def _coverage(records: list[dict[str, Any]]) -> Table:
     table = Table(title="exact coverage of bounded graphs (ci.explore)")
-    for column in ("bound", "machine", "profile", "states", "edges"):
+    for column in ("subject", "bound", "machine", "profile", "states", "edges"):
         table.add_column(column)
     for record in records:
         cells = [
@@ -327,7 +327,8 @@ def _coverage(records: list[dict[str, Any]]) -> Table:
             f"({100 * record[what]['covered'] / record[what]['total']:.1f}%)"
             for what in ("states", "edges")
         ]
-        table.add_row(record["bound"], record["machine"], record["profile"], *cells)
+        names = [record[key] for key in ("subject", "bound", "machine", "profile")]
+        table.add_row(*names, *cells)
     return table
 
 

@@ -110,11 +110,12 @@ def record_shrink(
 
 
 def record_coverage(row: dict[str, Any]) -> Path | None:
-    """Record one `ci.explore.coverage_summary()` row (bound, machine, totals)."""
+    """Record one `ci.explore.coverage_summary()` row: whose graph, how covered."""
     return write(
         "coverage",
-        f"{row['bound']}-{row['machine']}",
+        f"{row['subject']}-{row['bound']}-{row['machine']}",
         {
+            "subject": row["subject"],
             "bound": row["bound"],
             "machine": row["machine"],
             "profile": row["profile"],

@@ -1,21 +1,25 @@
-"""Exhaustive bounded exploration of the affinity model (`python -m ci.explore`).
+"""Exhaustive bounded exploration of the reference models (`python -m ci.explore`).
 
-Each declared `Bound` (below) is enumerated breadth-first into a
-`networkx.MultiDiGraph` whose edges are labelled by operation and outcome (see
-`ci/explore/graph.py` for what a state is and what is, and is not,
-canonicalised). On every state and every edge each `always` property of the
-registry is checked; each `sometimes` goal must be reached unless the bound
-declares it out of reach, with a reason. Node, edge and depth counts are pinned
-in `ci/explore/state_counts.json`: a change is a reviewed diff (`--update-counts`).
+Two subjects are explored: the affinity table (`--subject affinity`, the
+default; its bounds are `BOUNDS` below, its states `ci/explore/graph.py`) and
+the policy queue (`--subject queue`; bounds `QUEUE_BOUNDS` and canonical states
+in `ci/explore/queue_graph.py`). Each declared bound is enumerated
+breadth-first into a `networkx.MultiDiGraph` whose edges are labelled by
+operation and outcome. On every state and every edge each `always` property
+of the subject is checked; each `sometimes` goal must be reached unless the
+bound declares it out of reach, with a reason. Node, edge and depth counts are
+pinned in `ci/explore/state_counts.json` (affinity bounds at the top level, the
+queue's under the `queue` key): a change is a reviewed diff (`--update-counts`).
 
 A pass means "no property violated within these bounds" -- the configurations,
-vocabularies and depths listed in `BOUNDS` -- never "verified".
+vocabularies and depths listed in the bounds -- never "verified".
 
 Commands (exit status 1 on a violation, a goal or count mismatch, a replay
-disagreement or a surviving canary):
+disagreement or a surviving canary; 2, with one line on stderr, on bad
+arguments):
 
     python -m ci.explore                   enumerate, check, compare counts
-    python -m ci.explore --update-counts   rewrite ci/explore/state_counts.json
+    python -m ci.explore --update-counts   rewrite the subject's pinned counts
     python -m ci.explore --bench           states/s and seconds per bound
     python -m ci.explore --replay          edge-covering replay against the crate
     python -m ci.explore --counterexamples shortest counterexamples of MODEL_CANARIES
@@ -23,7 +27,12 @@ disagreement or a surviving canary):
                                            (coverage_summary() for the gate)
     python -m ci.explore --picture     regenerate ci/explore/graphs/picture.{dot,svg}
 
-`--bound NAME` (repeatable) restricts any command to some bounds.
+`--subject affinity|queue` picks the subject (default affinity); the queue
+offers the default check, `--update-counts`, `--bench` and `--coverage` (its
+graph relabels payloads, so its paths are not replayed verbatim, and it has no
+model canaries or picture). `--bound NAME` (repeatable) restricts any command
+to some of the subject's bounds; `--profile NAME` picks the Hypothesis profile
+for `--coverage` (default: the selected one, `ci` unless told).
 """
 
 from __future__ import annotations
@@ -32,30 +41,37 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NoReturn, get_args
 
 from rich.console import Console
 from rich.table import Table
 
 from ci.canaries.affinity import MODEL_CANARIES
+from ci.explore import queue_graph
 from ci.explore.coverage import (
     Coverage,
+    MachineRun,
     measure,
     run_machine,
     run_restricted_machine,
 )
-from ci.explore.graph import (
-    Bound,
-    Exploration,
-    ExplorationCapError,
-    Violation,
-    explore,
-)
+from ci.explore.graph import Bound, Exploration, Violation, explore
 from ci.explore.paths import ReplayResult, edge_cover_paths, replay_paths
 from ci.explore.picture import to_dot, to_svg
+from ci.explore.queue_coverage import (
+    run_queue_machine,
+    run_restricted_queue_machine,
+)
+from ci.explore.queue_graph import (
+    CI_QUEUE_BOUNDS,
+    QUEUE_BOUNDS,
+    QueueBound,
+    queue_bound_named,
+)
+from ci.explore.search import AnyExploration, BoundLike, ExplorationCapError
 from ci.explore.shrink import (
     Counterexample,
     ShrinkQuality,
@@ -64,7 +80,7 @@ from ci.explore.shrink import (
     shrink_quality,
     write_trace,
 )
-from ci.profiles import selected_profile
+from ci.profiles import PROFILE_NAMES, selected_profile
 from model.affinity.ops import (
     Abort,
     Acquire,
@@ -87,16 +103,25 @@ from model.affinity.types import SECOND_NS, AffinityConfig, Mode, Target
 __all__ = [
     "BOUNDS",
     "CI_BOUNDS",
+    "CI_QUEUE_BOUNDS",
     "COUNTS_PATH",
+    "QUEUE_BOUNDS",
     "Bound",
     "Exploration",
     "ExplorationCapError",
+    "QueueBound",
     "Violation",
     "bound_named",
     "coverage_summary",
     "explore",
     "main",
+    "queue_bound_named",
 ]
+
+ExploreSubject = Literal["affinity", "queue"]
+SUBJECTS: tuple[ExploreSubject, ...] = get_args(ExploreSubject)
+QUEUE_SECTION = "queue"
+"""The key of `ci/explore/state_counts.json` under which the queue's counts sit."""
 
 COUNTS_PATH = Path(__file__).with_name("state_counts.json")
 GRAPHS_DIR = Path(__file__).with_name("graphs")
@@ -250,6 +275,9 @@ PICTURE_BOUND = "picture"
 COVERAGE_BOUNDS = ("picture", "core")
 
 
+QUEUE_COVERAGE_BOUNDS = ("pair",)
+
+
 def bound_named(name: str) -> Bound:
     """The declared bound called `name`; KeyError if there is none."""
     for bound in BOUNDS:
@@ -258,28 +286,58 @@ def bound_named(name: str) -> Bound:
     raise KeyError(f"no bound named {name!r}; known: {[b.name for b in BOUNDS]}")
 
 
+def subject_bounds(subject: ExploreSubject) -> tuple[BoundLike, ...]:
+    """The declared bounds of `subject`, smallest first."""
+    return QUEUE_BOUNDS if subject == "queue" else BOUNDS
+
+
+def subject_of(bound: BoundLike) -> ExploreSubject:
+    """Which subject `bound` belongs to."""
+    return "queue" if isinstance(bound, QueueBound) else "affinity"
+
+
+def explore_bound(bound: BoundLike) -> AnyExploration:
+    """Enumerate a declared bound of either subject."""
+    if isinstance(bound, QueueBound):
+        return queue_graph.explore(bound)
+    assert isinstance(bound, Bound), f"not a declared bound: {bound!r}"
+    return explore(bound)
+
+
 # ---- pinned counts ---------------------------------------------------------
 
 
-def read_counts(path: Path = COUNTS_PATH) -> dict[str, dict[str, int]]:
-    """The pinned counts per bound."""
-    counts: dict[str, dict[str, int]] = json.loads(path.read_text())
-    return counts
+def read_counts(
+    subject: ExploreSubject = "affinity", path: Path = COUNTS_PATH
+) -> dict[str, dict[str, int]]:
+    """The pinned counts per bound of `subject`."""
+    pinned: dict[str, Any] = json.loads(path.read_text())
+    if subject == "queue":
+        queue: dict[str, dict[str, int]] = pinned.get(QUEUE_SECTION, {})
+        return queue
+    return {name: row for name, row in pinned.items() if name != QUEUE_SECTION}
 
 
-def write_counts(explorations: Sequence[Exploration], path: Path = COUNTS_PATH) -> None:
+def write_counts(
+    explorations: Sequence[AnyExploration], path: Path = COUNTS_PATH
+) -> None:
     """Pin the counts of `explorations`, keeping other bounds' rows."""
-    counts = read_counts(path) if path.exists() else {}
+    pinned: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     for exploration in explorations:
-        counts[exploration.bound.name] = exploration.counts()
-    path.write_text(json.dumps(counts, indent=2, sort_keys=True) + "\n")
+        bound = exploration.bound
+        queue = subject_of(bound) == "queue"
+        rows = pinned.setdefault(QUEUE_SECTION, {}) if queue else pinned
+        rows[bound.name] = exploration.counts()
+    path.write_text(json.dumps(pinned, indent=2, sort_keys=True) + "\n")
 
 
 # ---- checking one bound ----------------------------------------------------
 
 
-def problems(exploration: Exploration, pinned: dict[str, dict[str, int]]) -> list[str]:
-    """Everything wrong with one exploration: violations, goals, counts."""
+def problems(
+    exploration: AnyExploration, pinned: dict[str, dict[str, int]]
+) -> list[str]:
+    """Everything wrong with one exploration: violations, goals, counts, closure."""
     found = [
         f"violated {v.prop} after {len(v.path)} steps: {list(v.path)}"
         for v in exploration.violations
@@ -287,22 +345,32 @@ def problems(exploration: Exploration, pinned: dict[str, dict[str, int]]) -> lis
     missing, stale = exploration.goal_mismatch()
     found += [f"goal never reached: {goal}" for goal in missing]
     found += [f"goal declared out of reach but reached: {goal}" for goal in stale]
-    expected = pinned.get(exploration.bound.name)
+    bound = exploration.bound
+    if isinstance(bound, QueueBound) and exploration.horizon_states:
+        found.append(
+            f"the graph did not close within depth_max={bound.depth_max}: "
+            f"{exploration.horizon_states} states left unexpanded"
+        )
+    expected = pinned.get(bound.name)
     actual = exploration.counts()
     if expected != actual:
         found.append(f"counts {actual} differ from {COUNTS_PATH.name}: {expected}")
     return found
 
 
-def _check(bounds: Sequence[Bound], console: Console) -> int:
-    pinned = read_counts()
-    table = Table(title="Bounded exploration (no violation within these bounds)")
+def _check(
+    subject: ExploreSubject, bounds: Sequence[BoundLike], console: Console
+) -> int:
+    pinned = read_counts(subject)
+    table = Table(
+        title=f"Bounded exploration of {subject} (no violation within these bounds)"
+    )
     columns = ("bound", "states", "edges", "depth", "horizon", "goals", "out of reach")
     for column in (*columns, "result"):
         table.add_column(column, justify="left" if column == "bound" else "right")
     failures: list[str] = []
     for bound in bounds:
-        exploration = explore(bound)
+        exploration = explore_bound(bound)
         found = problems(exploration, pinned)
         failures += [f"{bound.name}: {problem}" for problem in found]
         counts = exploration.counts()
@@ -319,7 +387,7 @@ def _check(bounds: Sequence[Bound], console: Console) -> int:
         )
     console.print(table)
     for bound in bounds:
-        console.print(f"  {bound.name}: {bound.describe()}")
+        console.print(f"  {bound.name}: {bound.describe()}", markup=False)
     for failure in failures:
         console.print(f"[red]{failure}[/red]")
     return 1 if failures else 0
@@ -328,13 +396,13 @@ def _check(bounds: Sequence[Bound], console: Console) -> int:
 # ---- benchmark --------------------------------------------------------------
 
 
-def _bench(bounds: Sequence[Bound], console: Console) -> int:
+def _bench(bounds: Sequence[BoundLike], console: Console) -> int:
     table = Table(title="Exploration speed (one process, wall clock)")
     for column in ("bound", "states", "edges", "seconds", "states/s", "edges/s"):
         table.add_column(column, justify="left" if column == "bound" else "right")
     for bound in bounds:
         started = time.perf_counter()
-        exploration = explore(bound)
+        exploration = explore_bound(bound)
         seconds = time.perf_counter() - started
         states = exploration.graph.number_of_nodes()
         edges = exploration.graph.number_of_edges()
@@ -448,48 +516,84 @@ def _artifact_dir() -> Path:
 MACHINES = ("affinity", "restricted")
 """`affinity`: the suite's machine, config pinned; `restricted`: the bound's ops."""
 
+QUEUE_MACHINES = ("queue", "restricted")
+"""`queue`: the suite's queue machine, profile pinned; `restricted`: the bound's ops."""
+
+_Runner = Callable[[Any, str], MachineRun[Any, Any]]
+
+
+def _run_affinity_machine(bound: Bound, profile: str) -> MachineRun[Any, Any]:
+    return run_machine(bound.config, profile)
+
+
+_RUNNERS: dict[tuple[ExploreSubject, str], _Runner] = {
+    ("affinity", "affinity"): _run_affinity_machine,
+    ("affinity", "restricted"): run_restricted_machine,
+    ("queue", "queue"): run_queue_machine,
+    ("queue", "restricted"): run_restricted_queue_machine,
+}
+
+
+def subject_machines(subject: ExploreSubject) -> tuple[str, ...]:
+    """The machines whose coverage of `subject`'s bounds is measured."""
+    return QUEUE_MACHINES if subject == "queue" else MACHINES
+
 
 def coverage(
-    bound: Bound, profile: str | None = None, machine: str = "affinity"
+    bound: BoundLike, profile: str | None = None, machine: str | None = None
 ) -> Coverage:
-    """How much of `bound` a Hypothesis machine covers (see `MACHINES`)."""
-    exploration = explore(bound)
-    chosen = profile or selected_profile()
-    if machine == "affinity":
-        run = run_machine(bound.config, chosen)
-    elif machine == "restricted":
-        run = run_restricted_machine(bound, chosen)
-    else:
-        raise ValueError(f"unknown machine {machine!r}; known: {MACHINES}")
-    return measure(exploration, run)
+    """How much of `bound` a Hypothesis machine covers (see `subject_machines`).
+
+    `machine` defaults to the subject's own differential machine.
+    """
+    subject = subject_of(bound)
+    chosen = machine or subject_machines(subject)[0]
+    runner = _RUNNERS.get((subject, chosen))
+    if runner is None:
+        known = subject_machines(subject)
+        raise ValueError(f"unknown {subject} machine {chosen!r}; known: {known}")
+    exploration = explore_bound(bound)
+    return measure(exploration, runner(bound, profile or selected_profile()))
 
 
 def coverage_summary(
-    bounds: Sequence[str] = COVERAGE_BOUNDS,
+    bounds: Sequence[str] | None = None,
     profile: str | None = None,
-    machines: Sequence[str] = MACHINES,
+    machines: Sequence[str] | None = None,
+    subject: ExploreSubject = "affinity",
 ) -> list[dict[str, Any]]:
     """Plain data for the gate: per bound and machine, what was covered of what.
 
-    Each row holds `states`, `edges` and per-rule `{covered, total, percent}`
-    with exact totals from the bound's graph. `affinity` runs the suite's
-    machine (model against model, configuration pinned to the bound's);
-    `restricted` runs one rule per operation type of the bound, inside it.
-    `profile` defaults to the selected Hypothesis profile.
+    Each row holds `subject`, `states`, `edges` and per-rule `{covered, total,
+    percent}` with exact totals from the bound's graph. For affinity,
+    `affinity` runs the suite's machine (model against model, configuration
+    pinned to the bound's); for the queue, `queue` runs the suite's queue
+    machine with the bound's profile; `restricted` runs one rule per operation
+    type of the bound, inside it. `bounds` default to `COVERAGE_BOUNDS` (or
+    `QUEUE_COVERAGE_BOUNDS`), `machines` to all of the subject's, `profile` to
+    the selected Hypothesis profile.
     """
+    default = QUEUE_COVERAGE_BOUNDS if subject == "queue" else COVERAGE_BOUNDS
+    declared = {bound.name: bound for bound in subject_bounds(subject)}
     return [
-        coverage(bound_named(name), profile, machine).as_dict()
-        for name in bounds
-        for machine in machines
+        {"subject": subject} | coverage(declared[name], profile, machine).as_dict()
+        for name in bounds or default
+        for machine in machines or subject_machines(subject)
     ]
 
 
-def _coverage(bounds: Sequence[Bound], profile: str | None, console: Console) -> int:
-    for bound, machine in [(b, m) for b in bounds for m in MACHINES]:
+def _coverage(
+    subject: ExploreSubject,
+    bounds: Sequence[BoundLike],
+    profile: str | None,
+    console: Console,
+) -> int:
+    machines = subject_machines(subject)
+    for bound, machine in [(b, m) for b in bounds for m in machines]:
         result = coverage(bound, profile, machine).as_dict()
         table = Table(
             title=(
-                f"{bound.name}, {machine} machine ({result['profile']}, "
+                f"{subject} {bound.name}, {machine} machine ({result['profile']}, "
                 f"{result['programs']} programs, {result['steps']} steps, "
                 f"{result['steps_in_graph']} inside the bound)"
             )
@@ -542,42 +646,86 @@ def _picture(console: Console) -> int:
 # ---- command line ------------------------------------------------------------
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command the flags name (default: enumerate and check)."""
-    parser = argparse.ArgumentParser(prog="python -m ci.explore")
-    parser.add_argument("--bound", action="append", choices=[b.name for b in BOUNDS])
+class UsageError(Exception):
+    """Bad arguments; the message is the one line to print."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line and a `UsageError`."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+COMMANDS = (
+    "update_counts",
+    "bench",
+    "replay",
+    "counterexamples",
+    "coverage",
+    "picture",
+)
+AFFINITY_ONLY = ("replay", "counterexamples", "picture")
+"""Commands that need verbatim paths, model canaries or the picture bound."""
+
+
+def parse(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The parsed command line; `UsageError` (one line) for bad arguments."""
+    parser = _Parser(prog="python -m ci.explore")
+    parser.add_argument("--subject", choices=SUBJECTS, default="affinity")
+    parser.add_argument("--bound", action="append", metavar="NAME")
     command = parser.add_mutually_exclusive_group()
-    for flag in (
-        "--update-counts",
-        "--bench",
-        "--replay",
-        "--counterexamples",
-        "--coverage",
-        "--picture",
-    ):
-        command.add_argument(flag, action="store_true")
-    parser.add_argument("--profile", help="Hypothesis profile for --coverage")
+    for name in COMMANDS:
+        command.add_argument(f"--{name.replace('_', '-')}", action="store_true")
+    parser.add_argument(
+        "--profile", choices=PROFILE_NAMES, help="Hypothesis profile for --coverage"
+    )
     parser.add_argument("--out", type=Path, help="directory for --counterexamples")
     args = parser.parse_args(argv)
-    bounds = [b for b in BOUNDS if args.bound is None or b.name in args.bound]
+    known = [bound.name for bound in subject_bounds(args.subject)]
+    for name in args.bound or ():
+        if name not in known:
+            raise UsageError(
+                f"argument --bound: no {args.subject} bound named {name!r} "
+                f"(known: {', '.join(known)})"
+            )
+    for name in AFFINITY_ONLY:
+        if args.subject != "affinity" and getattr(args, name):
+            flag = name.replace("_", "-")
+            raise UsageError(f"argument --{flag}: applies to --subject affinity only")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command the flags name (default: enumerate and check)."""
+    try:
+        args = parse(argv)
+    except UsageError as error:
+        print(f"ci.explore: error: {error}", file=sys.stderr)
+        return 2
+    subject: ExploreSubject = args.subject
+    bounds = [
+        b for b in subject_bounds(subject) if args.bound is None or b.name in args.bound
+    ]
     console = Console()
     if not console.is_terminal:
         console.width = 140  # logs: keep property names whole
     if args.update_counts:
-        write_counts([explore(bound) for bound in bounds])
-        console.print(f"wrote {COUNTS_PATH}")
+        write_counts([explore_bound(bound) for bound in bounds])
+        console.print(f"wrote {subject} counts to {COUNTS_PATH}")
         return 0
     if args.bench:
         return _bench(bounds, console)
-    if args.replay:
-        return _replay(bounds, console)
-    if args.counterexamples:
-        return _counterexamples(bounds, args.out or _artifact_dir(), console)
     if args.coverage:
-        return _coverage(bounds, args.profile, console)
+        return _coverage(subject, bounds, args.profile, console)
+    affinity = [b for b in bounds if isinstance(b, Bound)]
+    if args.replay:
+        return _replay(affinity, console)
+    if args.counterexamples:
+        return _counterexamples(affinity, args.out or _artifact_dir(), console)
     if args.picture:
         return _picture(console)
-    return _check(bounds, console)
+    return _check(subject, bounds, console)
 
 
 if __name__ == "__main__":

@@ -23,14 +23,18 @@ machine rule missing from the table, raises rather than being miscounted.
 only the operations the explorer enumerates and stopping at `depth_max`, so
 every step it takes is a graph edge. Its fractions separate "Hypothesis leaves
 the bound" (the first machine) from "Hypothesis' choices within the bound".
+
+The measurement (`MachineStep`, `MachineRun`, `measure`) and the restricted
+machines' rule builder (`run_restricted`) are shared with the policy queue,
+whose machines live in `ci.explore.queue_coverage`.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar, Generic, Protocol, TypeVar, cast
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -42,7 +46,8 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from ci.explore.graph import Bound, Exploration, successors
+from ci.explore.graph import Bound, successors
+from ci.explore.search import AnyExploration
 from model.affinity.ops import (
     Abort,
     Acquire,
@@ -65,6 +70,12 @@ from model.affinity.types import AffinityConfig
 from stateful.affinity_machine import SESSION_POOL, AffinityMachine
 from stateful.affinity_subject import AffinityHarness
 from stateful.harness import StepReport
+
+RuleTable = Mapping[str, frozenset[type[object]]]
+"""Rule name -> the operation types it can apply (the per-rule denominators)."""
+
+StateT = TypeVar("StateT")
+OpT = TypeVar("OpT")
 
 RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
     "abort": frozenset({Abort}),
@@ -101,34 +112,43 @@ RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
 """Which operation types each machine rule can apply (the per-rule denominators)."""
 
 
-def machine_rules() -> list[str]:
-    """The affinity machine's rule names, sorted."""
+def machine_rules(machine: type[RuleBasedStateMachine] = AffinityMachine) -> list[str]:
+    """A machine's rule names (the affinity machine's unless told), sorted."""
     return sorted(
         name
-        for name in dir(AffinityMachine)
-        if hasattr(getattr(AffinityMachine, name), "hypothesis_stateful_rule")
+        for name in dir(machine)
+        if hasattr(getattr(machine, name), "hypothesis_stateful_rule")
     )
 
 
-def check_rule_table() -> None:
-    """Every machine rule has a row in `RULE_OP_TYPES`, and no row is stale."""
-    rules = set(machine_rules())
-    missing = sorted(rules - set(RULE_OP_TYPES))
-    stale = sorted(set(RULE_OP_TYPES) - rules)
+def check_rule_table(
+    machine: type[RuleBasedStateMachine] = AffinityMachine,
+    table: RuleTable = RULE_OP_TYPES,
+    extra: frozenset[str] = frozenset(),
+) -> None:
+    """Every machine rule (and `extra` step source) has a row, and none is stale."""
+    rules = set(machine_rules(machine)) | extra
+    missing = sorted(rules - set(table))
+    stale = sorted(set(table) - rules)
     if missing or stale:
         raise LookupError(
-            f"RULE_OP_TYPES is out of date: missing {missing}, stale {stale}"
+            f"the rule table of {machine.__name__} is out of date: "
+            f"missing {missing}, stale {stale}"
         )
 
 
 @dataclass(frozen=True)
-class MachineStep:
-    """One operation the machine applied, with the model's state around it."""
+class MachineStep(Generic[StateT, OpT]):
+    """One operation the machine applied, with the model's state around it.
+
+    For a subject whose nodes are canonical forms, `before`, `op` and `after`
+    are already in that form (None: a state that is no node's form).
+    """
 
     rule: str
-    before: AffinityState
-    op: Op
-    after: AffinityState
+    before: StateT
+    op: OpT
+    after: StateT
 
 
 class _RecordingMachine(AffinityMachine):
@@ -138,7 +158,7 @@ class _RecordingMachine(AffinityMachine):
     rules_run: ClassVar[set[str]] = set()
     steps_run: ClassVar[int] = 0
     pinned_config: ClassVar[AffinityConfig]
-    recorded: ClassVar[list[MachineStep]]
+    recorded: ClassVar[list[MachineStep[AffinityState, Op]]]
     programs: ClassVar[int] = 0
 
     @initialize()
@@ -163,19 +183,17 @@ class _RecordingMachine(AffinityMachine):
 
 
 @dataclass(frozen=True)
-class MachineRun:
+class MachineRun(Generic[StateT, OpT]):
     """The steps of one machine run pinned to a configuration."""
 
     profile: str
     programs: int
-    steps: tuple[MachineStep, ...]
-    machine: str = "affinity"  # which machine: "affinity" or "restricted"
-    rule_op_types: Mapping[str, frozenset[type[Op]]] = field(
-        default_factory=lambda: RULE_OP_TYPES
-    )
+    steps: tuple[MachineStep[StateT, OpT], ...]
+    machine: str = "affinity"  # which machine, e.g. "affinity" or "restricted"
+    rule_op_types: RuleTable = field(default_factory=lambda: RULE_OP_TYPES)
 
 
-def run_machine(config: AffinityConfig, profile: str) -> MachineRun:
+def run_machine(config: AffinityConfig, profile: str) -> MachineRun[AffinityState, Op]:
     """Run the pinned, recording machine under the named Hypothesis profile."""
     check_rule_table()
     machine = cast(
@@ -201,7 +219,26 @@ def _snake(name: str) -> str:
     return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
 
 
-class _RestrictedMachine(RuleBasedStateMachine):
+class RestrictedBase(RuleBasedStateMachine):
+    """Base of the restricted machines: steps are recorded in class attributes."""
+
+    recorded: ClassVar[list[MachineStep[Any, Any]]]
+    programs: ClassVar[int] = 0
+
+
+class _Restricting(Protocol):
+    """What a restricted machine offers its generated rules."""
+
+    def enabled(self, op_type: type[object]) -> list[Any]:
+        """The bound's operations of `op_type` enabled here, inside the bound."""
+        ...
+
+    def apply(self, rule_name: str, op: Any) -> None:
+        """Apply one enabled operation and record the step."""
+        ...
+
+
+class _RestrictedMachine(RestrictedBase):
     """Hypothesis choosing only among a bound's own operations, within its depth.
 
     One rule per operation type of the bound draws from exactly the operations
@@ -212,8 +249,6 @@ class _RestrictedMachine(RuleBasedStateMachine):
     """
 
     bound: ClassVar[Bound]
-    recorded: ClassVar[list[MachineStep]]
-    programs: ClassVar[int] = 0
 
     def __init__(self) -> None:
         """A fresh model pair at the bound's configuration."""
@@ -226,9 +261,9 @@ class _RestrictedMachine(RuleBasedStateMachine):
             check_states=False,  # the second model cannot disagree; skip reading it
         )
         self._enabled_step = -1
-        self._enabled: dict[type[Op], list[Op]] = {}
+        self._enabled: dict[type[object], list[Op]] = {}
 
-    def enabled(self, op_type: type[Op]) -> list[Op]:
+    def enabled(self, op_type: type[object]) -> list[Op]:
         """The bound's operations of `op_type` from here that stay in the bound."""
         if self.harness.steps >= self.bound.depth_max:
             return []
@@ -257,11 +292,11 @@ class _RestrictedMachine(RuleBasedStateMachine):
         """Beyond `depth_max` nothing is applied (the graph ends there)."""
 
 
-def _restricted_rule(op_type: type[Op]) -> Any:
+def _restricted_rule(op_type: type[object]) -> Any:
     """A rule applying one enabled operation of `op_type`."""
     name = _snake(op_type.__name__)
 
-    def step(self: _RestrictedMachine, data: st.DataObject) -> None:
+    def step(self: _Restricting, data: st.DataObject) -> None:
         op = data.draw(st.sampled_from(self.enabled(op_type)), label=name)
         self.apply(name, op)
 
@@ -271,19 +306,26 @@ def _restricted_rule(op_type: type[Op]) -> Any:
     return rule(data=st.data())(guarded)
 
 
-def run_restricted_machine(bound: Bound, profile: str) -> MachineRun:
-    """Run a machine whose rules are the bound's operations, under `profile`."""
-    rule_op_types = {_snake(t.__name__): frozenset({t}) for t in bound.op_types}
+def run_restricted(
+    base: type[RestrictedBase],
+    name: str,
+    op_types: Iterable[type[object]],
+    profile: str,
+    attributes: Mapping[str, object],
+) -> MachineRun[Any, Any]:
+    """Run `base` with one rule per operation type, under `profile`.
+
+    `attributes` become class attributes of the generated machine (its bound).
+    """
+    types = sorted(op_types, key=lambda t: t.__name__)
+    rule_op_types = {_snake(t.__name__): frozenset({t}) for t in types}
     namespace: dict[str, Any] = {
-        "bound": bound,
         "recorded": [],
         "programs": 0,
-        **{_snake(t.__name__): _restricted_rule(t) for t in bound.op_types},
+        **attributes,
+        **{_snake(t.__name__): _restricted_rule(t) for t in types},
     }
-    machine = cast(
-        "type[_RestrictedMachine]",
-        type(f"Restricted_{bound.name}_{profile}", (_RestrictedMachine,), namespace),
-    )
+    machine = cast("type[RestrictedBase]", type(name, (base,), namespace))
     run_state_machine_as_test(machine, settings=settings.get_profile(profile))
     return MachineRun(
         profile,
@@ -291,6 +333,17 @@ def run_restricted_machine(bound: Bound, profile: str) -> MachineRun:
         tuple(machine.recorded),
         machine="restricted",
         rule_op_types=dict(sorted(rule_op_types.items())),
+    )
+
+
+def run_restricted_machine(bound: Bound, profile: str) -> MachineRun[Any, Any]:
+    """Run a machine whose rules are the bound's operations, under `profile`."""
+    return run_restricted(
+        _RestrictedMachine,
+        f"Restricted_{bound.name}_{profile}",
+        bound.op_types,
+        profile,
+        {"bound": bound},
     )
 
 
@@ -328,7 +381,7 @@ class Coverage:
     states: Fraction
     edges: Fraction
     rules: dict[str, Fraction]
-    covered_edges: frozenset[tuple[int, int, Op]]
+    covered_edges: frozenset[tuple[int, int, Any]]
 
     def as_dict(self) -> dict[str, Any]:
         """Plain data (no sets of edges) for the gate summary."""
@@ -345,13 +398,13 @@ class Coverage:
         }
 
 
-def measure(exploration: Exploration, run: MachineRun) -> Coverage:
+def measure(exploration: AnyExploration, run: MachineRun[Any, Any]) -> Coverage:
     """Map the machine's steps onto the graph's nodes and edges."""
     graph, ids = exploration.graph, exploration.ids
     states: set[int] = set()
-    edges: set[tuple[int, int, Op]] = set()
+    edges: set[tuple[int, int, Any]] = set()
     table = run.rule_op_types
-    by_rule: dict[str, set[tuple[int, int, Op]]] = {r: set() for r in table}
+    by_rule: dict[str, set[tuple[int, int, Any]]] = {r: set() for r in table}
     in_graph = 0
     for step in run.steps:
         if type(step.op) not in table[step.rule]:

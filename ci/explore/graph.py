@@ -3,8 +3,9 @@
 A `Bound` declares a small world: one table configuration, the session ids and
 targets that operations may name, which operation types are enumerated, how
 many handles may be live at once, and how far from the initial state to look.
-`explore` builds a `networkx.MultiDiGraph` (a `DiGraph` whose parallel edges
-are kept apart by their operation) breadth-first from the initial state:
+`explore` describes that world as a `ci.explore.search.Space` and builds a
+`networkx.MultiDiGraph` (a `DiGraph` whose parallel edges are kept apart by
+their operation) breadth-first from the initial state:
 
 * nodes are integers in discovery order (0 is the initial state); each carries
   its `AffinityState` and its BFS depth;
@@ -35,13 +36,13 @@ hidden. `states_max` is a safety cap: reaching it raises `ExplorationCapError`.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import chain
+from typing import TypeAlias
 
-import networkx as nx  # type: ignore[import-untyped]  # no stubs pinned in [lint]
-
+from ci.explore import search
 from model.affinity.ops import (
     OP_TYPES,
     Abort,
@@ -56,7 +57,6 @@ from model.affinity.ops import (
     NextVersion,
     ObserveSequence,
     Op,
-    Outcome,
     PollWaiter,
     Query,
     Release,
@@ -72,8 +72,8 @@ from model.affinity.table import (
     WaiterHandle,
     reaper_period_ns,
 )
-from model.affinity.types import SECOND_NS, AffinityConfig, Published, Target, Version
-from properties import Property, Step, properties
+from model.affinity.types import SECOND_NS, AffinityConfig, Target, Version
+from properties import Step
 from properties.registry import goals
 
 CLOCK_OVERFLOW_NS = 2**64
@@ -93,10 +93,6 @@ def format_ns(value: int) -> str:
     if seconds == 0:
         return f"{value}ns"
     return f"{seconds}s" if rest == 0 else f"{seconds}s{rest:+d}ns"
-
-
-class ExplorationCapError(RuntimeError):
-    """A named cap of the explorer was reached; the run is refused, not truncated."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -127,72 +123,11 @@ class Bound:
         )
 
 
-@dataclass(frozen=True)
-class Violation:
-    """An `always` property that failed, with the shortest path that shows it."""
+Exploration: TypeAlias = search.Exploration[Bound, AffinityState, Op]
+"""One affinity bound, enumerated."""
 
-    prop: str
-    path: tuple[Op, ...]  # from the initial state; the last op is the failing step
-
-
-@dataclass
-class Exploration:
-    """The result of one breadth-first enumeration."""
-
-    bound: Bound
-    model_type: type[ModelAffinity]  # the model (or broken model) explored
-    graph: nx.MultiDiGraph[int]
-    states: list[AffinityState]  # by node id
-    ids: dict[AffinityState, int]
-    parent: list[tuple[int, Op] | None]  # BFS tree: how each node was first reached
-    violations: list[Violation]  # the first (shortest) per property
-    reached: dict[str, int]  # sometimes-goal -> depth at which it first held
-    excluded: int  # transitions that would exceed `handles_max`
-    horizon_states: int  # nodes at `depth_max`, not expanded
-
-    @property
-    def depth(self) -> int:
-        """The greatest BFS depth of any node."""
-        return max(int(self.graph.nodes[n]["depth"]) for n in self.graph.nodes)
-
-    def counts(self) -> dict[str, int]:
-        """What `ci/explore/state_counts.json` pins for this bound."""
-        return {
-            "states": self.graph.number_of_nodes(),
-            "edges": self.graph.number_of_edges(),
-            "depth": self.depth,
-            "horizon_states": self.horizon_states,
-            "excluded_transitions": self.excluded,
-        }
-
-    def path_to(self, node: int) -> list[tuple[int, int, Op]]:
-        """The BFS-tree (shortest) path from the root to `node`, as edges."""
-        edges: list[tuple[int, int, Op]] = []
-        cursor = node
-        for _ in range(self.graph.nodes[node]["depth"]):
-            link = self.parent[cursor]
-            assert link is not None, f"node {cursor} has no parent"
-            previous, op = link
-            edges.append((previous, cursor, op))
-            cursor = previous
-        assert cursor == 0, "a BFS-tree path ends at the root"
-        return edges[::-1]
-
-    def unreached_goals(self) -> list[str]:
-        """`sometimes` goals of the affinity subject this exploration never met."""
-        config = self.bound.config
-        return [
-            prop.name
-            for prop in goals("affinity", (config.clock, config.reaping))
-            if prop.name not in self.reached
-        ]
-
-    def goal_mismatch(self) -> tuple[list[str], list[str]]:
-        """(expected but unreached, declared out of reach but reached)."""
-        out_of_reach = self.bound.goals_out_of_reach
-        missing = [g for g in self.unreached_goals() if g not in out_of_reach]
-        stale = [g for g in sorted(out_of_reach) if g in self.reached]
-        return missing, stale
+Violation: TypeAlias = search.Violation[Op]
+Transition: TypeAlias = search.Transition[AffinityState, Op]
 
 
 # ---- operations ------------------------------------------------------------
@@ -304,22 +239,13 @@ def bound_ops(bound: Bound, state: AffinityState) -> list[Op]:
     return sorted(ops, key=op_sort_key)
 
 
-@dataclass(frozen=True)
-class Transition:
-    """One successor: the operation, its outcome, the sink's output, the state."""
-
-    op: Op
-    outcome: Outcome
-    published: tuple[Published, ...]
-    after: AffinityState
-
-
 def successors(
     bound: Bound, state: AffinityState, model_type: type[ModelAffinity]
 ) -> Iterator[Transition | None]:
     """Apply each enumerated operation to a copy of `state`, in sorted order.
 
     Yields None for a transition that leaves the bound (too many live handles).
+    The sink's output during the step is the edge's `published` label.
     """
     for op in bound_ops(bound, state):
         model = model_type.from_state(state)
@@ -329,28 +255,33 @@ def successors(
         if len(after.handles) > bound.handles_max:
             yield None
             continue
-        yield Transition(op, outcome, published, after)
+        yield search.Transition(
+            op=op,
+            outcome=outcome,
+            after=after,
+            step=Step(state, op, outcome, after),
+            labels=(("published", published),),
+        )
 
 
-# ---- the search ------------------------------------------------------------
-
-
-@dataclass
-class _Checks:
-    """The registry's affinity properties, looked up once per exploration."""
-
-    always_state: list[Property] = field(
-        default_factory=lambda: properties("affinity", "always", "state")
+def space(
+    bound: Bound, model_type: type[ModelAffinity] = ModelAffinity
+) -> search.Space[Bound, AffinityState, Op]:
+    """The affinity model (or a broken model) inside `bound`, for the search."""
+    config = bound.config
+    return search.Space(
+        bound=bound,
+        subject="affinity",
+        root=model_type(config).state(),
+        successors=partial(successors, bound, model_type=model_type),
+        state_view=_the_state_itself,
+        goals=tuple(g.name for g in goals("affinity", (config.clock, config.reaping))),
     )
-    always_step: list[Property] = field(
-        default_factory=lambda: properties("affinity", "always", "step")
-    )
-    sometimes_state: list[Property] = field(
-        default_factory=lambda: properties("affinity", "sometimes", "state")
-    )
-    sometimes_step: list[Property] = field(
-        default_factory=lambda: properties("affinity", "sometimes", "step")
-    )
+
+
+def _the_state_itself(state: AffinityState) -> AffinityState:
+    """Affinity state properties read the model's state as it is."""
+    return state
 
 
 def explore(
@@ -365,133 +296,4 @@ def explore(
     held. With `stop_at_first_violation`, the search ends at the first violated
     property; breadth-first order makes its path a shortest counterexample.
     """
-    checks = _Checks()
-    root = model_type(bound.config).state()
-    graph: nx.MultiDiGraph[int] = nx.MultiDiGraph(name=bound.name)
-    result = Exploration(
-        bound=bound,
-        model_type=model_type,
-        graph=graph,
-        states=[root],
-        ids={root: 0},
-        parent=[None],
-        violations=[],
-        reached={},
-        excluded=0,
-        horizon_states=0,
-    )
-    graph.add_node(0, depth=0)
-    _check_state(result, checks, 0, (), 0)
-    if stop_at_first_violation and result.violations:
-        return result
-    frontier: deque[int] = deque([0])
-    for _ in range(bound.states_max):  # each iteration expands one node
-        if not frontier:
-            return result
-        node = frontier.popleft()
-        depth = graph.nodes[node]["depth"]
-        if depth == bound.depth_max:
-            result.horizon_states += 1
-            continue
-        if _expand(result, checks, node, depth, frontier, stop=stop_at_first_violation):
-            return result
-    if frontier:
-        raise ExplorationCapError(
-            f"bound {bound.name}: more than states_max={bound.states_max} states"
-        )
-    return result
-
-
-def _expand(
-    result: Exploration,
-    checks: _Checks,
-    node: int,
-    depth: int,
-    frontier: deque[int],
-    *,
-    stop: bool,
-) -> bool:
-    """Add `node`'s out-edges; True if the search should stop."""
-    bound, graph = result.bound, result.graph
-    before = result.states[node]
-    for transition in successors(bound, before, result.model_type):
-        if transition is None:
-            result.excluded += 1
-            continue
-        target = result.ids.get(transition.after)
-        if target is None:
-            if len(result.states) >= bound.states_max:
-                raise ExplorationCapError(
-                    f"bound {bound.name}: more than states_max={bound.states_max} "
-                    "states"
-                )
-            target = len(result.states)
-            result.states.append(transition.after)
-            result.ids[transition.after] = target
-            result.parent.append((node, transition.op))
-            graph.add_node(target, depth=depth + 1)
-            frontier.append(target)
-            new = True
-        else:
-            new = False
-        graph.add_edge(
-            node,
-            target,
-            key=transition.op,
-            outcome=transition.outcome,
-            published=transition.published,
-        )
-        step = Step(before, transition.op, transition.outcome, transition.after)
-        failed = _check_step(result, checks, node, step, depth + 1)
-        if new:
-            path = (*_ops_to(result, node), transition.op)
-            failed = _check_state(result, checks, target, path, depth + 1) or failed
-        if failed and stop:
-            return True
-    return False
-
-
-def _ops_to(result: Exploration, node: int) -> tuple[Op, ...]:
-    return tuple(op for _, _, op in result.path_to(node))
-
-
-def _check_state(
-    result: Exploration,
-    checks: _Checks,
-    node: int,
-    path: tuple[Op, ...],
-    depth: int,
-) -> bool:
-    state = result.states[node]
-    for prop in checks.sometimes_state:
-        if prop.name not in result.reached and prop.predicate(state):
-            result.reached[prop.name] = depth
-    failed = False
-    for prop in checks.always_state:
-        if not prop.predicate(state):
-            failed = True
-            _record(result, prop.name, path)
-    return failed
-
-
-def _check_step(
-    result: Exploration,
-    checks: _Checks,
-    node: int,
-    step: Step,
-    depth: int,
-) -> bool:
-    for prop in checks.sometimes_step:
-        if prop.name not in result.reached and prop.predicate(step):
-            result.reached[prop.name] = depth
-    failed = False
-    for prop in checks.always_step:
-        if not prop.predicate(step):
-            failed = True
-            _record(result, prop.name, (*_ops_to(result, node), step.op))
-    return failed
-
-
-def _record(result: Exploration, name: str, path: tuple[Op, ...]) -> None:
-    if all(v.prop != name for v in result.violations):
-        result.violations.append(Violation(name, path))
+    return search.explore_space(space(bound, model_type), stop_at_first_violation)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ci.explore.graph import Exploration, ExplorationCapError
+from ci.explore.graph import Exploration
+from ci.explore.search import ExplorationCapError
 from model.affinity.ops import Op
 from stateful.affinity_subject import AffinityHarness, SutFactory
 
