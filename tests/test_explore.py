@@ -11,7 +11,6 @@ from dataclasses import replace
 from functools import cache
 from itertools import pairwise
 from pathlib import Path
-from typing import cast
 
 import pytest
 from rich.console import Console
@@ -68,20 +67,14 @@ from ci.replay.trace import load
 from model.affinity.ops import Acquire, Advance, Commit, Op, Query, Release, outcome_of
 from model.affinity.table import CLOCK_NS_MAX, Binding, ModelAffinity
 from model.affinity.types import SECOND_NS, Target
+from model.queue.api import call as apply_to_queue
+from model.queue.ops import Enqueue, PopNext, QueueOp, QueueOutcome, Retain
 from model.queue.table import ModelPolicyQueue, QueueState
-from model.queue.types import (
-    ClassConfig,
-    Dispatch,
-    Enqueue,
-    PopNext,
-    QueuedItem,
-    QueueOp,
-    Retain,
-)
+from model.queue.types import ClassConfig, Dispatch, QueuedItem
 from properties import Step, get, properties
 from stateful import stats
-from stateful.queue_machine import ProfileSpec, QueueMachine
-from stateful.queue_machine import apply as apply_to_queue
+from stateful.queue_machine import QueueMachine
+from stateful.queue_subject import ProfileSpec
 
 NIGHTLY_BOUNDS = tuple(b.name for b in BOUNDS if b.name not in CI_BOUNDS)
 SHORTEST = {"leaky_release_model": 3, "off_by_one_expiry_model": 4}
@@ -685,13 +678,14 @@ def _scrambled(state: QueueState) -> tuple[QueueState, dict[int, int]]:
     return replace(state, classes=classes, next_seq=3 * state.next_seq + 10), names
 
 
-def _named_back(outcome: object, names: dict[int, int]) -> object:
-    """An outcome's payloads renamed by `names` (lists re-sorted)."""
-    if isinstance(outcome, QueuedItem):
-        return replace(outcome, payload=names[outcome.payload])
-    if isinstance(outcome, list):
-        items = [_named_back(item, names) for item in outcome]
-        return sorted(items, key=lambda item: cast("QueuedItem", item).sort_key())
+def _named_back(outcome: QueueOutcome, names: dict[int, int]) -> QueueOutcome:
+    """An outcome's payloads renamed by `names` (drained listings re-sorted)."""
+    value = outcome.value
+    if isinstance(value, QueuedItem):
+        return replace(outcome, value=replace(value, payload=names[value.payload]))
+    if isinstance(value, tuple):
+        items = [replace(item, payload=names[item.payload]) for item in value]
+        return replace(outcome, value=tuple(sorted(items, key=QueuedItem.sort_key)))
     return outcome
 
 
@@ -825,7 +819,7 @@ def test_queue_coverage_counts_exactly_the_states_and_edges_a_run_took() -> None
     assert exploration.graph.number_of_edges() == coverage.edges.total
     assert (1, 0) == (
         coverage.rules["retain"].covered,
-        coverage.rules["misuse"].covered,
+        coverage.rules["enqueue_out_of_range"].covered,
     )
 
 

@@ -6,7 +6,8 @@ shared measurement):
 * `queue`: the suite's differential queue machine
   (`stateful.queue_machine.QueueMachine`), model against model, with its
   profile pinned to the bound's and every rule unchanged. Every operation it
-  sends through `_apply` (teardown's pops and drain too) is recorded in
+  sends through `_apply` (teardown's pops and drain too, reads and rebuilds)
+  is recorded in
   canonical form: the states before and after projected by `canonical`, the
   operation renamed by `canonical_op` against the state before. Its tokens,
   arrivals, jumps, priorities, worker counts and workers are drawn from far
@@ -47,18 +48,31 @@ from ci.explore.queue_graph import (
     payload_names,
     successors,
 )
+from model.queue.ops import (
+    Drain,
+    Enqueue,
+    PopNext,
+    QueueOp,
+    QueueOutcome,
+    ReadBacklog,
+    ReadConfig,
+    ReadStats,
+    Rebuild,
+    Retain,
+)
 from model.queue.table import QueueState, initial_state
-from model.queue.types import Drain, Enqueue, PopNext, QueueOp, Retain
-from stateful.queue_machine import ProfileSpec, QueueMachine, model_factory
+from stateful.queue_machine import QueueMachine
+from stateful.queue_subject import ProfileSpec, QueueHarness, model_factory
 
 QueueStep = MachineStep["QueueState | None", QueueOp]
 
 QUEUE_RULE_OP_TYPES: RuleTable = {
-    "drain_and_rebuild": frozenset({Drain}),
+    "drain_and_rebuild": frozenset({Drain, Rebuild}),
     "enqueue": frozenset({Enqueue}),
-    "misuse": frozenset({Enqueue}),
+    "enqueue_out_of_range": frozenset({Enqueue}),
     "pop": frozenset({PopNext}),
     "pop_with_every_worker_free": frozenset({PopNext}),
+    "read_a_class_out_of_range": frozenset({ReadStats, ReadBacklog, ReadConfig}),
     "retain": frozenset({Retain}),
     "teardown": frozenset({PopNext, Drain}),
     "toggle_any_work": frozenset(),
@@ -87,41 +101,24 @@ def _step(rule: str, before: QueueState, op: QueueOp, after: QueueState) -> Queu
 class _RecordingQueueMachine(QueueMachine):
     """The queue machine pinned to one profile, recording every applied operation."""
 
-    goals_reached: ClassVar[set[str]] = set()
-    rules_run: ClassVar[set[str]] = set()
-    steps_run: ClassVar[int] = 0
     bound: ClassVar[QueueBound]
     recorded: ClassVar[list[QueueStep]]
     programs: ClassVar[int] = 0
-
-    def __init__(self) -> None:
-        """No queue yet; `build` makes one from the bound's profile."""
-        super().__init__()
-        self.rule_name = "build"
 
     @initialize()
     def build(self) -> None:
         """Build model and second model with the bound's profile."""
         type(self).programs += 1
-        self._build(ProfileSpec(self.bound.configs, None, None, "fcfs"))
+        spec = ProfileSpec(self.bound.configs, None, None, "fcfs")
+        self._start(QueueHarness(spec, type(self).factory))
+        self.steps_since_build = 0
 
-    def _ran(self, rule_name: str) -> None:
-        self.rule_name = rule_name
-        super()._ran(rule_name)
-
-    def _apply(self, op: QueueOp) -> object:
+    def _apply(self, rule_name: str, op: QueueOp) -> QueueOutcome:
         before = self.model.state
         try:
-            return super()._apply(op)
+            return super()._apply(rule_name, op)
         finally:
-            type(self).recorded.append(
-                _step(self.rule_name, before, op, self.model.state)
-            )
-
-    def teardown(self) -> None:
-        """Record teardown's pops and drain under the name `teardown`."""
-        self.rule_name = "teardown"
-        super().teardown()
+            type(self).recorded.append(_step(rule_name, before, op, self.model.state))
 
 
 def run_queue_machine(bound: QueueBound, profile: str) -> MachineRun[Any, Any]:
@@ -134,9 +131,6 @@ def run_queue_machine(bound: QueueBound, profile: str) -> MachineRun[Any, Any]:
             (_RecordingQueueMachine,),
             {
                 "factory": staticmethod(model_factory),
-                "goals_reached": set(),
-                "rules_run": set(),
-                "steps_run": 0,
                 "bound": bound,
                 "recorded": [],
                 "programs": 0,

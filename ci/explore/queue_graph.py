@@ -27,8 +27,8 @@ ring cursor and the carry.
 priority, with the bound's worker count, no arrival offset or jump, and payload
 n + 1 (the next canonical name); `PopNext` under each declared `Dispatch`;
 `Retain` dropping each queued payload in turn, then dropping nothing; `Drain`.
-On the drained node every call is refused: a self-loop whose outcome is
-`Raised("QueueUsageError")`.
+On the drained node every call is refused: a self-loop whose outcome carries
+the error kind `QueueUsageError`.
 
 **Finite and closed.** A transition that would leave more than `entries_max`
 entries queued is outside the bound (counted as excluded). Within it, DRR credit
@@ -54,23 +54,13 @@ from functools import partial
 from typing import TypeAlias
 
 from ci.explore import search
-from model.queue.api import observe
+from model.queue.api import observe, outcome_of
+from model.queue.ops import Drain, Enqueue, PopNext, QueueOp, QueueOutcome, Retain
 from model.queue.table import ModelPolicyQueue, QueueState, initial_state
-from model.queue.types import (
-    ClassConfig,
-    Dispatch,
-    Drain,
-    Enqueue,
-    PopNext,
-    QueueOp,
-    Retain,
-    Worker,
-)
+from model.queue.types import ClassConfig, Dispatch, Worker
 from properties import Step
 from properties.queue.invariants import QueueView
 from properties.registry import goals
-from stateful.queue_machine import Raised, attempt
-from stateful.queue_machine import apply as apply_to_queue
 
 
 @dataclass(frozen=True, eq=False)
@@ -226,15 +216,15 @@ QueueModel = Callable[[tuple[ClassConfig, ...]], ModelPolicyQueue]
 
 def apply(
     state: QueueState, op: QueueOp, model: QueueModel = ModelPolicyQueue
-) -> tuple[QueueState, object]:
+) -> tuple[QueueState, QueueOutcome]:
     """The state `op` leaves and its outcome, as the queue machine applies it.
 
     The operation goes through the `PolicyQueueApi` of a model set to `state`;
-    a refused call's outcome is `Raised(kind)`.
+    a refused call's outcome carries its error kind.
     """
     queue = model(state.configs)
     queue.state = state
-    outcome = attempt(partial(apply_to_queue, queue, op))
+    outcome = outcome_of(queue, op)
     return queue.state, outcome
 
 
@@ -253,10 +243,11 @@ def successors(
             continue
         node = canonical(after)
         assert node is not None, "the alphabet enqueues fresh payloads only"
-        checked = (
-            None if isinstance(outcome, Raised) else Step(state, op, outcome, after)
+        refused = not outcome.ok
+        checked = Step(state, op, outcome.error if refused else outcome.value, after)
+        yield search.Transition(
+            op=op, outcome=outcome, after=node, step=checked, refused=refused
         )
-        yield search.Transition(op=op, outcome=outcome, after=node, step=checked)
 
 
 def state_view(state: QueueState) -> QueueView | None:

@@ -83,8 +83,11 @@ class Transition(Generic[StateT, OpT]):
     after: StateT  # the successor node (the space's canonical form of the new state)
     step: Step | None
     """What step properties read (the state before, op, outcome, the state the op
-    really left), or None when none applies (a refused call, which changes nothing)."""
+    really left), or None when none applies."""
     labels: tuple[tuple[str, object], ...] = ()  # further edge attributes
+    refused: bool = False
+    """The call was refused: `step` (outcome: the error kind) is checked by the
+    subject's `refusal` properties instead of its `step` properties."""
 
 
 @dataclass(frozen=True)
@@ -193,11 +196,16 @@ class _Checks:
 
     state: _Props
     step: _Props
+    refusal: _Props
 
     @classmethod
     def of(cls, subject: Subject) -> _Checks:
-        """State and step properties of `subject`."""
-        return cls(state=_Props.of(subject, "state"), step=_Props.of(subject, "step"))
+        """State, step and refusal properties of `subject`."""
+        return cls(
+            state=_Props.of(subject, "state"),
+            step=_Props.of(subject, "step"),
+            refusal=_Props.of(subject, "refusal"),
+        )
 
 
 @dataclass
@@ -257,8 +265,9 @@ class _Search(Generic[BoundT, StateT, OpT]):
                 **dict(transition.labels),
             )
             via = (node, transition.op)
+            props = self.checks.refusal if transition.refused else self.checks.step
             failed = transition.step is not None and self.check(
-                self.checks.step, transition.step, depth + 1, via
+                props, transition.step, depth + 1, via
             )
             if new:
                 failed = self.check_state(transition.after, depth + 1, via) or failed
