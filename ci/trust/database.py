@@ -13,11 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import timedelta
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import redis
 from hypothesis.database import DirectoryBasedExampleDatabase, ExampleDatabase
-from hypothesis.extra.redis import RedisExampleDatabase
+
+if TYPE_CHECKING:
+    import redis
 
 KEY_PREFIX: Final[bytes] = b"dynamo-verify:"
 """Our keys in a Redis that may be shared with other projects."""
@@ -25,7 +26,13 @@ EXPIRE_AFTER: Final[timedelta] = timedelta(days=30)
 """Redis forgets an example nobody read or wrote for this long."""
 CONNECT_TIMEOUT_S: Final[float] = 5.0
 SOCKET_TIMEOUT_S: Final[float] = 30.0
-REDIS_ERRORS: Final = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+
+def redis_errors() -> tuple[type[Exception], ...]:
+    """What a lost Redis raises (the client is imported only when used)."""
+    from redis import exceptions  # noqa: PLC0415 - the project imports without redis
+
+    return (exceptions.ConnectionError, exceptions.TimeoutError)
 
 
 class DatabaseUnavailableError(Exception):
@@ -41,6 +48,7 @@ class SharedDatabase(ExampleDatabase):
         self.primary = primary
         self.local = local
         self.fallback_reason: str | None = None
+        self._errors = redis_errors()
 
     def __repr__(self) -> str:
         return f"SharedDatabase({self.primary!r}, fallback={self.local!r})"
@@ -54,7 +62,7 @@ class SharedDatabase(ExampleDatabase):
         try:
             found = getattr(self.primary, action)(*args)
             return list(found) if found is not None else ()
-        except REDIS_ERRORS as error:
+        except self._errors as error:
             self._primary_failed(error)
             return ()
 
@@ -84,6 +92,8 @@ class SharedDatabase(ExampleDatabase):
 
 def connect(url: str) -> redis.Redis:
     """A client for `url`, checked with a PING; unreachable is one-line error."""
+    import redis  # noqa: PLC0415 - the project imports without redis
+
     try:
         client = redis.Redis.from_url(
             url,
@@ -93,7 +103,7 @@ def connect(url: str) -> redis.Redis:
         client.ping()
     except ValueError as error:
         raise DatabaseUnavailableError(f"bad Redis URL {url!r}: {error}") from None
-    except (*REDIS_ERRORS, redis.exceptions.ResponseError) as error:
+    except (*redis_errors(), redis.exceptions.ResponseError) as error:
         raise DatabaseUnavailableError(
             f"cannot reach Redis at {url}: {error}"
         ) from None
@@ -105,6 +115,8 @@ def open_database(redis_url: str | None, local_dir: Path) -> ExampleDatabase:
     local = DirectoryBasedExampleDatabase(str(local_dir))
     if redis_url is None:
         return local
+    from hypothesis.extra.redis import RedisExampleDatabase  # noqa: PLC0415 - idem
+
     primary = RedisExampleDatabase(
         connect(redis_url), expire_after=EXPIRE_AFTER, key_prefix=KEY_PREFIX
     )
