@@ -33,8 +33,17 @@ def _corpus_verdicts(python: str, hash_seed: str) -> tuple[int, str]:
         [str(REPO_ROOT), packages, *filter(None, [os.environ.get("PYTHONPATH")])]
     )
     result = subprocess.run(  # noqa: S603 - a CPython given by path
-        [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0",
-         CORPUS_TESTS],  # fmt: skip
+        [
+            python,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-n",
+            "0",
+            CORPUS_TESTS,
+        ],
         cwd=REPO_ROOT,
         env={**os.environ, "PYTHONHASHSEED": hash_seed, "PYTHONPATH": path},
         capture_output=True,

@@ -21,8 +21,14 @@ RUN_TIMEOUT_S = 900
 
 def _determinism(tmp_path: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "ci.determinism", "--artifacts", str(tmp_path),
-         *arguments],  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ci.determinism",
+            "--artifacts",
+            str(tmp_path),
+            *arguments,
+        ],
         cwd=REPO_ROOT,
         env=dict(os.environ),
         capture_output=True,

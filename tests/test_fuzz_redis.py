@@ -69,8 +69,19 @@ def _start(binary: str, folder: Path) -> tuple[RedisServer | None, str]:
     """Start a server; wait for its ready line (no sleeping: read its log)."""
     port = _free_port()
     process = subprocess.Popen(  # noqa: S603 - the system's redis-server
-        [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-         "--appendonly", "no", "--dir", str(folder)],  # fmt: skip
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(folder),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -99,13 +110,15 @@ def redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     if binary is None:
         pytest.skip("no redis-server on PATH (.ci/run installs the Debian package)")
     log = ""
-    for attempt in range(START_ATTEMPTS_MAX):
+    for _ in range(START_ATTEMPTS_MAX):
         server, log = _start(binary, tmp_path)
         if server is not None:
             break
     else:
         last = log.strip().splitlines()[-1:] or ["no output"]
-        pytest.skip(f"redis-server did not start after {attempt + 1} tries: {last[0]}")
+        pytest.skip(
+            f"redis-server did not start ({START_ATTEMPTS_MAX} tries): {last[0]}"
+        )
     try:
         yield server
     finally:
@@ -199,7 +212,9 @@ def test_an_unreachable_redis_is_one_line_and_exit_2() -> None:
     assert 2 == result.returncode
     assert "" == result.stdout
     assert 1 == len(result.stderr.splitlines())
-    assert result.stderr.startswith("ci.fuzz: cannot reach Redis at redis://127.0.0.1:1/0")
+    assert result.stderr.startswith(
+        "ci.fuzz: cannot reach Redis at redis://127.0.0.1:1/0"
+    )
 
 
 @pytest.mark.parametrize(

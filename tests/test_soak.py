@@ -20,8 +20,21 @@ RUN_TIMEOUT_S = 600
 def test_vacuous_seeds_are_false_alarms_that_reproduce(tmp_path: Path) -> None:
     """Two vacuous seeds: two false alarms, both reproduced, none flaky; exit 1."""
     result = subprocess.run(  # noqa: S603 - our own interpreter and module
-        [sys.executable, "-m", "ci.soak", "--seeds", "2", "--targets", "queue-model",
-         "--examples", "5", "--jobs", "1", "--artifacts", str(tmp_path)],  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "ci.soak",
+            "--seeds",
+            "2",
+            "--targets",
+            "queue-model",
+            "--examples",
+            "5",
+            "--jobs",
+            "1",
+            "--artifacts",
+            str(tmp_path),
+        ],
         cwd=REPO_ROOT,
         env=dict(os.environ),
         capture_output=True,

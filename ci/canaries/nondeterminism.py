@@ -4,8 +4,8 @@
 extra rule that acquires every session of a set of strings, in set order. String
 hashes are salted per interpreter (`PYTHONHASHSEED`), so the same Hypothesis
 seed makes the same program take different steps in two processes: every run
-passes, and no failure it finds could be replayed. `python -m ci.determinism` must catch it by
-comparing the step logs of two runs (STYLE pitfall 4: never iterate a set).
+passes, and no failure it finds could be replayed. `python -m ci.determinism`
+must catch it by comparing the step logs of two runs (never iterate a set).
 """
 
 from __future__ import annotations

@@ -78,7 +78,7 @@ def _positive(text: str) -> int:
 
 def _hash_seeds(text: str) -> tuple[str, str]:
     parts = text.split(",")
-    valid = len(parts) == 2 and all(  # noqa: PLR2004 - a pair
+    valid = len(parts) == 2 and all(
         part.isdigit() and int(part) <= HASH_SEED_MAX for part in parts
     )
     if not valid:
@@ -161,15 +161,19 @@ def passing_pair(
         test = run.test(target.nodeid)
         if test is None:
             return Pair(
-                target.name, "passing", False, f"run {index + 1} did not run", (0, 0)
+                target=target.name,
+                kind="passing",
+                same=False,
+                detail=f"run {index + 1} did not run",
+                test_cases=(0, 0),
             )
         if test.counterexample:
             return Pair(
-                target.name,
-                "passing",
-                False,
-                f"run {index + 1} found a counterexample: {test.message}",
-                (test.test_cases, 0),
+                target=target.name,
+                kind="passing",
+                same=False,
+                detail=f"run {index + 1} found a counterexample: {test.message}",
+                test_cases=(test.test_cases, 0),
             )
         logs.append((folder / "steps.log").read_bytes())
         counts.append(test.test_cases)
@@ -179,7 +183,13 @@ def passing_pair(
         f"step logs identical: {counts[0]} programs, {len(logs[0])} bytes, "
         f"{lines} lines"
     )
-    return Pair(target.name, "passing", not difference, detail, (counts[0], counts[1]))
+    return Pair(
+        target=target.name,
+        kind="passing",
+        same=not difference,
+        detail=detail,
+        test_cases=(counts[0], counts[1]),
+    )
 
 
 def _replay_output(folder: Path, canary: str | None, hash_seed: str) -> tuple[int, str]:
@@ -220,47 +230,75 @@ def failing_pair(
         test = _counterexample(_run(target, config, seed, hash_seed, folder), target)
         if test is None:
             return Pair(
-                target.name,
-                "failing",
-                False,
-                f"run {index + 1}: no counterexample",
-                (0, 0),
+                target=target.name,
+                kind="failing",
+                same=False,
+                detail=f"run {index + 1}: no counterexample",
+                test_cases=(0, 0),
             )
         found.append(test)
     counts = (found[0].test_cases, found[1].test_cases)
-    folders = [_artifact(test) for test in found]
-    if folders[0] is None or folders[1] is None:
+    first, second = (_artifact(test) for test in found)
+    if first is None or second is None:
         same = found[0].message == found[1].message
         detail = f"no trace; failure: {found[0].message!r} vs {found[1].message!r}"
-        return Pair(target.name, "failing", same, detail, counts)
+        return Pair(
+            target=target.name,
+            kind="failing",
+            same=same,
+            detail=detail,
+            test_cases=counts,
+        )
     difference = first_difference(
-        (folders[0] / "trace.json").read_bytes(),
-        (folders[1] / "trace.json").read_bytes(),
+        (first / "trace.json").read_bytes(), (second / "trace.json").read_bytes()
     )
     if difference:
-        return Pair(target.name, "failing", False, f"trace.json {difference}", counts)
+        return Pair(
+            target=target.name,
+            kind="failing",
+            same=False,
+            detail=f"trace.json {difference}",
+            test_cases=counts,
+        )
     checks = [
         json.loads((folder / "meta.json").read_text(encoding="utf-8"))["failing_check"]
-        for folder in folders
+        for folder in (first, second)
     ]
     if checks[0] != checks[1]:
-        return Pair(target.name, "failing", False, f"failing check {checks}", counts)
-    sut = json.loads((folders[0] / "meta.json").read_text(encoding="utf-8"))["sut"]
+        return Pair(
+            target=target.name,
+            kind="failing",
+            same=False,
+            detail=f"failing check {checks}",
+            test_cases=counts,
+        )
+    sut = json.loads((first / "meta.json").read_text(encoding="utf-8"))["sut"]
     canary = sut.removeprefix("canary:") if sut.startswith("canary:") else None
-    replays = [_replay_output(folders[0], canary, seed) for seed in hash_seeds]
+    replays = [_replay_output(first, canary, seed) for seed in hash_seeds]
     if replays[0][0] != 1 or replays[0] != replays[1]:
         codes = f"exit {replays[0][0]} and {replays[1][0]}"
         what = first_difference(replays[0][1].encode(), replays[1][1].encode())
         return Pair(
-            target.name, "failing", False, f"ci.replay: {codes}; {what}", counts
+            target=target.name,
+            kind="failing",
+            same=False,
+            detail=f"ci.replay: {codes}; {what}",
+            test_cases=counts,
         )
     step = checks[0].get("step", "?")
+    trace = json.loads((first / "trace.json").read_text(encoding="utf-8"))
     detail = (
-        f"same trace ({len(json.loads((folders[0] / 'trace.json').read_text())['steps'])}"
-        f" steps), same first divergence (step {step}, {checks[0]['check']}), "
-        "same ci.replay output"
+        f"same trace ({len(trace['steps'])} steps), same first divergence "
+        f"(step {step}, {checks[0]['check']}), same ci.replay output"
     )
-    return Pair(target.name, "failing", True, detail, counts)
+    return Pair(
+        target=target.name, kind="failing", same=True, detail=detail, test_cases=counts
+    )
+
+
+def _check(passing: Sequence[Target], failing: Sequence[Target]) -> None:
+    if not passing and not failing:
+        raise UsageError("nothing to check: give --targets or --failing")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -269,8 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments = build_parser().parse_args(argv)
         passing = resolve(arguments.targets) if arguments.targets else ()
         failing = resolve(arguments.failing) if arguments.failing else ()
-        if not passing and not failing:
-            raise UsageError("nothing to check: give --targets or --failing")
+        _check(passing, failing)
     except (UsageError, UnknownTargetError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return EXIT_USAGE

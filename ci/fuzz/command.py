@@ -165,7 +165,7 @@ class TargetState:
     examples: int = 0
     behaviours: set[str] = field(default_factory=set)
     failures: list[Failure] = field(default_factory=list)
-    vacuous: list[int] = field(default_factory=list)  # seeds
+    vacuous: list[tuple[int, Path]] = field(default_factory=list)  # seed, batch
     errors: list[str] = field(default_factory=list)
     skipped: str | None = None
 
@@ -261,9 +261,9 @@ def _run_batch(
     work = fuzz.folder / "batches" / f"worker{worker}-batch{batch}"
     work.mkdir(parents=True)
     config = runner.with_files(fuzz.config, work)
-    assert config.progress is not None
+    progress = Path(str(config.progress))
     with fuzz.lock:
-        fuzz.running[worker] = Running(state.target.name, Path(config.progress))
+        fuzz.running[worker] = Running(state.target.name, progress)
     config = replace(config, fresh_seeds=seed)
     process = runner.start([state.target.nodeid], config, work, env=fuzz.env)
     try:
@@ -276,7 +276,7 @@ def _run_batch(
         if result.database_fallback and fuzz.fallback is None:
             fuzz.fallback = result.database_fallback
         if fuzz.stop.is_set() and test is None:  # stopped mid-batch
-            examples, behaviours = _last_progress(Path(config.progress))
+            examples, behaviours = _last_progress(progress)
             state.examples += examples
             state.behaviours.update(behaviours)
             return
@@ -295,7 +295,7 @@ def _run_batch(
                 )
             )
         elif test.outcome == "failed":
-            state.vacuous.append(seed)
+            state.vacuous.append((seed, work))
     if test.outcome == "passed":
         shutil.rmtree(work, ignore_errors=True)
 
@@ -400,17 +400,17 @@ def summary(fuzz: Fuzz, redis_url: str | None, db: Path, elapsed_s: float) -> li
         if state.skipped:
             note = f", skipped: {state.skipped}"
         if len(state.errors) >= ERRORS_PER_TARGET_MAX:
-            note = f", dropped after {len(state.errors)} crashed batches: {state.errors[-1]}"
+            crashed = len(state.errors)
+            note = f", dropped after {crashed} crashed batches: {state.errors[-1]}"
         lines.append(
             f"  {name}: {state.batches} batches, {state.examples} examples, "
             f"{len(state.behaviours)} behaviours, {len(state.failures)} failures"
             f"{note}"
         )
         lines.extend(
-            f"    vacuous batch (a goal not reached): rerun with "
-            f"python -m pytest {state.target.nodeid} "
-            f"--hypothesis-profile=fuzz --hypothesis-seed={seed}"
-            for seed in state.vacuous
+            f"    vacuous batch (a goal not reached in the batch): seed {seed}, "
+            f"log {folder}/pytest.log"
+            for seed, folder in state.vacuous
         )
     for state in fuzz.targets.values():
         for failure in state.failures:
@@ -519,17 +519,22 @@ def replay_main(arguments: argparse.Namespace, target: Target) -> int:
     return EXIT_CLEAN
 
 
+def _check(arguments: argparse.Namespace, targets: Sequence[Target]) -> None:
+    """Bounds argparse cannot state."""
+    if arguments.workers is not None and arguments.workers > WORKERS_MAX:
+        raise UsageError(f"--workers must be at most {WORKERS_MAX}")
+    if arguments.batches is not None and arguments.batches > BATCHES_MAX:
+        raise UsageError(f"--batches must be at most {BATCHES_MAX}")
+    if arguments.replay is not None and len(targets) != 1:
+        raise UsageError("--replay takes one target")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line; fuzz or replay."""
     try:
         arguments = build_parser().parse_args(argv)
-        if arguments.workers is not None and arguments.workers > WORKERS_MAX:
-            raise UsageError(f"--workers must be at most {WORKERS_MAX}")
-        if arguments.batches is not None and arguments.batches > BATCHES_MAX:
-            raise UsageError(f"--batches must be at most {BATCHES_MAX}")
         targets = resolve(arguments.replay or arguments.targets)
-        if arguments.replay is not None and len(targets) != 1:
-            raise UsageError("--replay takes one target")
+        _check(arguments, targets)
         if arguments.redis is not None:
             connect(arguments.redis).close()
     except (UsageError, UnknownTargetError, DatabaseUnavailableError) as error:

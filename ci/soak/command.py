@@ -150,7 +150,16 @@ def _target_runs(run: runner.PytestRun, targets: Sequence[Target]) -> list[Targe
         test = run.test(target.nodeid)
         if test is None:
             found.append(
-                TargetRun(target.name, "missing", "did not run", False, False, 0, 0, ())
+                TargetRun(
+                    target=target.name,
+                    outcome="missing",
+                    message="did not run",
+                    counterexample=False,
+                    flaky=False,
+                    test_cases=0,
+                    seconds=0,
+                    replay=(),
+                )
             )
             continue
         found.append(
@@ -271,11 +280,16 @@ def _point_latest(folder: Path) -> None:
 def _summary(document: dict[str, Any]) -> list[str]:
     per_seed = document["seconds_per_seed"]
     lines = [
-        f"seeds: {document['seeds_run']}  false alarms: {document['false_alarms']}"
-        f"  flaky: {document['flaky']}",
-        f"seconds per seed: mean {per_seed['mean']}  median {per_seed['median']}"
-        f"  p{PERCENTILE} {per_seed[f'p{PERCENTILE}']}  max {per_seed['max']}"
-        f"  (wall {document['wall_seconds']} s, {document['settings']['jobs']} jobs)",
+        (
+            f"seeds: {document['seeds_run']}  false alarms: "
+            f"{document['false_alarms']}  flaky: {document['flaky']}"
+        ),
+        (
+            f"seconds per seed: mean {per_seed['mean']}  median {per_seed['median']}"
+            f"  p{PERCENTILE} {per_seed[f'p{PERCENTILE}']}  max {per_seed['max']}"
+            f"  (wall {document['wall_seconds']} s, "
+            f"{document['settings']['jobs']} jobs)"
+        ),
     ]
     for name, entry in document["per_target"].items():
         lines.append(
@@ -291,15 +305,20 @@ def _summary(document: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _check(arguments: argparse.Namespace) -> None:
+    """Bounds argparse cannot state."""
+    if arguments.first_seed + arguments.seeds > SEEDS_MAX:
+        raise UsageError(f"seeds must stay below {SEEDS_MAX}")
+    if arguments.jobs > JOBS_MAX:
+        raise UsageError(f"--jobs must be at most {JOBS_MAX}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the soak; exit 0 clean, 1 false alarm or flaky, 2 usage."""
     try:
         arguments = build_parser().parse_args(argv)
         targets = resolve(arguments.targets)
-        if arguments.first_seed + arguments.seeds > SEEDS_MAX:
-            raise UsageError(f"seeds must stay below {SEEDS_MAX}")
-        if arguments.jobs > JOBS_MAX:
-            raise UsageError(f"--jobs must be at most {JOBS_MAX}")
+        _check(arguments)
     except (UsageError, UnknownTargetError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return EXIT_USAGE

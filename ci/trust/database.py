@@ -94,6 +94,10 @@ def connect(url: str) -> redis.Redis:
     """A client for `url`, checked with a PING; unreachable is one-line error."""
     import redis  # noqa: PLC0415 - the project imports without redis
 
+    unreachable: tuple[type[Exception], ...] = (
+        *redis_errors(),
+        redis.exceptions.ResponseError,
+    )
     try:
         client = redis.Redis.from_url(
             url,
@@ -103,7 +107,7 @@ def connect(url: str) -> redis.Redis:
         client.ping()
     except ValueError as error:
         raise DatabaseUnavailableError(f"bad Redis URL {url!r}: {error}") from None
-    except (*redis_errors(), redis.exceptions.ResponseError) as error:
+    except unreachable as error:
         raise DatabaseUnavailableError(
             f"cannot reach Redis at {url}: {error}"
         ) from None

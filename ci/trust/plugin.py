@@ -195,7 +195,7 @@ class _Recorder:
         if self.config.result:
             document = {"exitstatus": exitstatus, "tests": self.results}
             if self.config.redis_url is not None:
-                database = settings.default.database
+                database = settings().database
                 document["database_fallback"] = getattr(
                     database, "fallback_reason", None
                 )
