@@ -14,13 +14,16 @@ import socket
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 import redis
 
+from ci.determinism.command import main as determinism_main
+from ci.fuzz.command import main as fuzz_main
+from ci.soak.command import main as soak_main
 from ci.trust.database import KEY_PREFIX, SharedDatabase, open_database
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -220,16 +223,9 @@ def test_an_unreachable_redis_is_one_line_and_exit_2() -> None:
 @pytest.mark.parametrize(
     "arguments",
     [
-        ["ci.fuzz"],
-        ["ci.fuzz", "--workers", "0"],
         ["ci.fuzz", "--workers", "2", "--for", "soon"],
-        ["ci.fuzz", "--workers", "2", "--targets", "nope"],
-        ["ci.fuzz", "--replay", "affinity,queue"],
-        ["ci.soak"],
         ["ci.soak", "--seeds", "-3"],
-        ["ci.soak", "--seeds", "2", "--profile", "weekly"],
         ["ci.determinism", "--targets", "nope"],
-        ["ci.determinism", "--examples", "x"],
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(arguments: list[str]) -> None:
@@ -239,3 +235,33 @@ def test_bad_arguments_are_one_line_and_exit_2(arguments: list[str]) -> None:
     assert 2 == result.returncode
     assert 1 == len(result.stderr.splitlines()), result.stderr
     assert result.stderr.startswith(f"{arguments[0]}: ")
+
+
+@pytest.mark.parametrize(
+    ("main", "arguments"),
+    [
+        (fuzz_main, []),
+        (fuzz_main, ["--workers", "0"]),
+        (fuzz_main, ["--workers", "2", "--targets", "nope"]),
+        (fuzz_main, ["--replay", "affinity,queue"]),
+        (fuzz_main, ["--workers", "2", "--examples", "many"]),
+        (soak_main, []),
+        (soak_main, ["--seeds", "2", "--profile", "weekly"]),
+        (soak_main, ["--seeds", "2", "--jobs", "1000"]),
+        (determinism_main, ["--examples", "x"]),
+        (determinism_main, ["--hash-seeds", "1"]),
+        (determinism_main, ["--targets", "", "--failing", ""]),
+    ],
+)
+def test_more_bad_arguments_are_one_line_and_exit_2(
+    main: Callable[[list[str]], int],
+    arguments: list[str],
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The same refusals, in process: one line on stderr, exit 2, nothing on stdout."""
+    status = main(arguments)
+    captured = capsys.readouterr()
+
+    assert 2 == status
+    assert "" == captured.out
+    assert 1 == len(captured.err.splitlines()), captured.err
