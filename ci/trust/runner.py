@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ci.trust.plugin import RUN_ENV, RunConfig
+from stateful.stats import STATS_ENV
 
 REPO_ROOT: Final[Path] = Path(__file__).resolve().parents[2]
 PYTEST_OPTIONS: Final[tuple[str, ...]] = (
@@ -100,6 +101,8 @@ def start(
 ) -> subprocess.Popen[str]:
     """Start the pytest process (in its own process group); output to `work`."""
     environment = {**os.environ, **(env or {}), RUN_ENV: config.to_env()}
+    # A gate run's statistics are the gate's tests, not the runs they start.
+    environment.pop(STATS_ENV, None)
     log = (work / "pytest.log").open("w", encoding="utf-8")
     with log, _live_lock:
         process = subprocess.Popen(  # noqa: S603 - our own interpreter and node ids
