@@ -65,14 +65,18 @@ def _version(python: str) -> str:
     ).stdout.strip()
 
 
+@pytest.fixture(scope="module")
+def here() -> tuple[int, str]:
+    """The corpus verdicts with this interpreter and hash seed 1 (computed once)."""
+    return _corpus_verdicts(sys.executable, "1")
+
+
 @pytest.mark.native
 @pytest.mark.parametrize("hash_seed", ["0", "4242"])
 def test_the_corpus_replays_to_the_same_verdicts_under_another_hash_seed(
-    hash_seed: str,
+    hash_seed: str, here: tuple[int, str]
 ) -> None:
     """Every stored trace agrees (or fails) as here, whatever the hash seed."""
-    here = _corpus_verdicts(sys.executable, "1")
-
     there = _corpus_verdicts(sys.executable, hash_seed)
 
     assert (0, here[1]) == here
@@ -80,9 +84,9 @@ def test_the_corpus_replays_to_the_same_verdicts_under_another_hash_seed(
 
 
 @pytest.mark.native
-def test_the_corpus_replays_to_the_same_verdicts_on_another_python_patch_version() -> (
-    None
-):
+def test_the_corpus_replays_to_the_same_verdicts_on_another_python_patch_version(
+    here: tuple[int, str],
+) -> None:
     """A second CPython 3.11 on this machine reaches the same verdicts."""
     mine = ".".join(map(str, sys.version_info[:3]))
     others = [
@@ -93,7 +97,6 @@ def test_the_corpus_replays_to_the_same_verdicts_on_another_python_patch_version
     others = [python for python in others if _version(python) != mine]
     if not others:
         pytest.skip(f"no CPython 3.11 other than {mine} on this machine")
-    here = _corpus_verdicts(sys.executable, "1")
 
     there = _corpus_verdicts(others[0], "1")
 
