@@ -6,7 +6,7 @@
 | `ci`      | every push    | derandomized, no database, blobs printed, no deadline  |
 | `nightly` | scheduled     | many examples and long programs, randomized            |
 | `replay`  | one artifact  | reruns a stored counterexample only (no generation)    |
-| `fuzz`    | `ci.fuzz`     | one fuzz batch: randomized, long programs, shared base |
+| `fuzz`    | `ci.fuzz`     | one batch: randomized, long programs, first bug only   |
 
 `ci-seeded` and `nightly-seeded` are `ci` and `nightly` with randomization:
 the seed comes from `--hypothesis-seed` (`ci.soak`, `ci.determinism`). The
@@ -73,8 +73,8 @@ settings.register_profile(
     report_multiple_bugs=False,
     phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
 )
-"""One fuzz batch. No explain phase: it traces every shrink step, several
-times slower on Python 3.11, and a fuzz failure is replayed and explained by
+"""One fuzz batch. No explain phase: it traces every shrink step with
+`sys.settrace` on Python 3.11, and a fuzz failure is replayed and explained by
 `ci.replay` instead. One failure per batch: the fuzzer moves on."""
 for _base in ("ci", "nightly"):
     settings.register_profile(
