@@ -6,6 +6,12 @@
 | `ci`      | every push    | derandomized, no database, blobs printed, no deadline  |
 | `nightly` | scheduled     | many examples and long programs, randomized            |
 | `replay`  | one artifact  | reruns a stored counterexample only (no generation)    |
+| `fuzz`    | `ci.fuzz`     | one batch: randomized, long programs, first bug only   |
+
+`ci-seeded` and `nightly-seeded` are `ci` and `nightly` with randomization:
+the seed comes from `--hypothesis-seed` (`ci.soak`, `ci.determinism`). The
+`fuzz` profile names no database: `ci.trust.plugin` derives the run's profile
+from it with the shared example database (`derived_profile`).
 
 Select with `--hypothesis-profile NAME` or the `HYPOTHESIS_PROFILE` environment
 variable; an unknown name is an error, never a silent fallback. Loaded as a
@@ -18,12 +24,21 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
-PROFILE_NAMES = ("dev", "ci", "nightly", "replay")
-STEPS_PER_PROGRAM = {"dev": 30, "ci": 60, "nightly": 200, "replay": 200}
-EXAMPLES = {"dev": 20, "ci": 400, "nightly": 2_000, "replay": 1}
+PROFILE_NAMES = (
+    "dev",
+    "ci",
+    "nightly",
+    "replay",
+    "fuzz",
+    "ci-seeded",
+    "nightly-seeded",
+)
+STEPS_PER_PROGRAM = {"dev": 30, "ci": 60, "nightly": 200, "replay": 200, "fuzz": 200}
+EXAMPLES = {"dev": 20, "ci": 400, "nightly": 2_000, "replay": 1, "fuzz": 200}
 
 _SUPPRESSED = (HealthCheck.too_slow, HealthCheck.data_too_large)
 
@@ -50,6 +65,33 @@ settings.register_profile(
     phases=(Phase.explicit, Phase.reuse),
     verbosity=Verbosity.normal,
 )
+
+settings.register_profile(
+    "fuzz",
+    **_sized("fuzz"),
+    **_REPRODUCIBLE,
+    report_multiple_bugs=False,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+)
+"""One fuzz batch. No explain phase: it traces every shrink step with
+`sys.settrace` on Python 3.11, and a fuzz failure is replayed and explained by
+`ci.replay` instead. One failure per batch: the fuzzer moves on."""
+for _base in ("ci", "nightly"):
+    settings.register_profile(
+        f"{_base}-seeded", settings.get_profile(_base), derandomize=False
+    )
+
+
+def derived_profile(name: str, base: str, **overrides: Any) -> settings:
+    """Register (and return) profile `name`: profile `base` with `overrides`.
+
+    The one way a command derives a run's settings (a shared example database,
+    a batch size, replay phases) from a named profile.
+    """
+    if base not in PROFILE_NAMES:
+        raise ValueError(f"unknown base profile {base!r}")
+    settings.register_profile(name, settings.get_profile(base), **overrides)
+    return settings.get_profile(name)
 
 
 def selected_profile() -> str:

@@ -1,0 +1,1 @@
+"""Double-run determinism (`python -m ci.determinism`): see `ci.determinism.command`."""

@@ -1,0 +1,342 @@
+"""Double-run determinism: the same seed gives the same steps in a fresh interpreter.
+
+    python -m ci.determinism [--targets affinity,queue] [--failing canary-late-expiry]
+                             [--seed S] [--examples N] [--hash-seeds A,B]
+
+Every run is a fresh `python -m pytest` process on one target's test
+(`ci.trust.targets`) under `ci-seeded` (the `ci` profile's sizes, randomized)
+with `--hypothesis-seed=S`; the two runs of a pair differ only in
+`PYTHONHASHSEED` (default 0 and 1), as two machines would.
+
+* A sample of passing runs (`--targets`, `--examples` programs each): both runs
+  write a step log (per program: the program Hypothesis ran and every note the
+  machine made -- each step's operation and the model's answer, which the crate
+  matched). The logs must be byte-identical. This catches hidden wall-clock
+  reads, hash-order iteration and timer nondeterminism in the harness, the
+  model or the crate (`--targets canary-hash-order` must be caught).
+* Failing examples (`--failing`): both runs must find a counterexample with the
+  same `trace.json` and the same failing check (`meta.json`), and
+  `python -m ci.replay` of the first run's artifact, in a fresh interpreter
+  under the second hash seed, must fail with the same output as under the
+  first.
+
+The report is printed and kept as `<artifacts>/determinism/<utc-stamp>/report.json`.
+Exit status: 0 every pair agrees; 1 a pair differs (named, with the first
+differing line); 2 bad arguments (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+from ci.profiles import EXAMPLES
+from ci.replay.artifacts import ARTIFACTS_ENV, artifacts_root, utc_stamp
+from ci.trust import runner
+from ci.trust.plugin import RunConfig
+from ci.trust.targets import TARGETS, Target, UnknownTargetError, resolve
+
+PROG: Final[str] = "ci.determinism"
+DEFAULT_TARGETS: Final[str] = "affinity,queue"
+DEFAULT_EXAMPLES: Final[int] = 20
+DEFAULT_SEED: Final[int] = 1
+HASH_SEED_MAX: Final[int] = 4_294_967_295
+REPLAY_TIMEOUT_S: Final[int] = 600
+FAILING_PHASES: Final[tuple[str, ...]] = ("explicit", "reuse", "generate", "shrink")
+"""No explain phase: it traces every shrink step (slow on 3.11) and adds nothing
+to the trace or the failing check."""
+EXIT_SAME: Final[int] = 0
+EXIT_DIFFERENT: Final[int] = 1
+EXIT_USAGE: Final[int] = 2
+
+
+class UsageError(Exception):
+    """The check cannot run; the message is the one line to print."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def _hash_seeds(text: str) -> tuple[str, str]:
+    parts = text.split(",")
+    valid = len(parts) == 2 and all(
+        part.isdigit() and int(part) <= HASH_SEED_MAX for part in parts
+    )
+    if not valid:
+        raise argparse.ArgumentTypeError(
+            f"want two PYTHONHASHSEED values A,B: {text!r}"
+        )
+    return parts[0], parts[1]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line."""
+    parser = _Parser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
+    parser.add_argument("--targets", default=DEFAULT_TARGETS, help="passing sample")
+    parser.add_argument("--failing", default="", help="targets that must fail")
+    parser.add_argument("--seed", type=_positive, default=DEFAULT_SEED)
+    parser.add_argument("--examples", type=_positive, default=DEFAULT_EXAMPLES)
+    parser.add_argument("--hash-seeds", type=_hash_seeds, default=("0", "1"))
+    parser.add_argument("--artifacts", type=Path, default=None)
+    return parser
+
+
+@dataclass(frozen=True)
+class Pair:
+    """Two runs of one target under one seed, and whether they agree."""
+
+    target: str
+    kind: str  # "passing" (step logs) or "failing" (trace, check, replay)
+    same: bool
+    detail: str  # what was compared, or the first difference
+    test_cases: tuple[int, int]
+
+
+def first_difference(first: bytes, second: bytes) -> str:
+    """The first differing line of two logs, or '' if they are equal."""
+    if first == second:
+        return ""
+    left, right = first.splitlines(), second.splitlines()
+    for number, (one, two) in enumerate(zip(left, right, strict=False), start=1):
+        if one != two:
+            return f"line {number}: {one.decode(errors='replace')!r} != " + repr(
+                two.decode(errors="replace")
+            )
+    shorter = min(len(left), len(right))
+    return f"line {shorter + 1}: one log ends ({len(left)} vs {len(right)} lines)"
+
+
+def _run(
+    target: Target,
+    config: RunConfig,
+    seed: int,
+    hash_seed: str,
+    work: Path,
+) -> runner.PytestRun:
+    work.mkdir(parents=True)
+    env = {"PYTHONHASHSEED": hash_seed, ARTIFACTS_ENV: str(work / "artifacts")}
+    return runner.run([target.nodeid], config, seed=seed, env=env, work=work)
+
+
+def _counterexample(run: runner.PytestRun, target: Target) -> runner.TestResult | None:
+    test = run.test(target.nodeid)
+    if test is None or not (test.outcome == "failed" and test.counterexample):
+        return None
+    return test
+
+
+def passing_pair(
+    target: Target, examples: int, seed: int, hash_seeds: tuple[str, str], work: Path
+) -> Pair:
+    """Run twice; the step logs must be byte-identical."""
+    logs: list[bytes] = []
+    counts: list[int] = []
+    for index, hash_seed in enumerate(hash_seeds):
+        folder = work / f"{target.name}-run{index + 1}"
+        config = RunConfig(
+            base="ci-seeded",
+            max_examples=examples,
+            step_log=str(folder / "steps.log"),
+        )
+        run = _run(target, config, seed, hash_seed, folder)
+        test = run.test(target.nodeid)
+        if test is None:
+            return Pair(
+                target=target.name,
+                kind="passing",
+                same=False,
+                detail=f"run {index + 1} did not run",
+                test_cases=(0, 0),
+            )
+        if test.counterexample:
+            return Pair(
+                target=target.name,
+                kind="passing",
+                same=False,
+                detail=f"run {index + 1} found a counterexample: {test.message}",
+                test_cases=(test.test_cases, 0),
+            )
+        logs.append((folder / "steps.log").read_bytes())
+        counts.append(test.test_cases)
+    difference = first_difference(logs[0], logs[1])
+    lines = len(logs[0].splitlines())
+    detail = difference or (
+        f"step logs identical: {counts[0]} programs, {len(logs[0])} bytes, "
+        f"{lines} lines"
+    )
+    return Pair(
+        target=target.name,
+        kind="passing",
+        same=not difference,
+        detail=detail,
+        test_cases=(counts[0], counts[1]),
+    )
+
+
+def _replay_output(folder: Path, canary: str | None, hash_seed: str) -> tuple[int, str]:
+    command = [sys.executable, "-m", "ci.replay", str(folder)]
+    if canary is not None:
+        command += ["--canary", canary]
+    done = subprocess.run(  # noqa: S603 - our own interpreter and module
+        command,
+        cwd=runner.REPO_ROOT,
+        env={**os.environ, "PYTHONHASHSEED": hash_seed, "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=REPLAY_TIMEOUT_S,
+        check=False,
+    )
+    return done.returncode, done.stdout
+
+
+def _artifact(test: runner.TestResult) -> Path | None:
+    for line in test.replay:
+        folder = Path(line.rsplit(" ", 1)[-1])
+        folder = folder if folder.is_absolute() else runner.REPO_ROOT / folder
+        if (folder / "trace.json").exists():
+            return folder
+    return None
+
+
+def failing_pair(
+    target: Target, seed: int, hash_seeds: tuple[str, str], work: Path
+) -> Pair:
+    """Run twice; the same trace and failing check; the same replay verdict."""
+    found: list[runner.TestResult] = []
+    for index, hash_seed in enumerate(hash_seeds):
+        folder = work / f"{target.name}-run{index + 1}"
+        config = RunConfig(
+            base="ci-seeded", max_examples=EXAMPLES["ci"], phases=FAILING_PHASES
+        )
+        test = _counterexample(_run(target, config, seed, hash_seed, folder), target)
+        if test is None:
+            return Pair(
+                target=target.name,
+                kind="failing",
+                same=False,
+                detail=f"run {index + 1}: no counterexample",
+                test_cases=(0, 0),
+            )
+        found.append(test)
+    counts = (found[0].test_cases, found[1].test_cases)
+    first, second = (_artifact(test) for test in found)
+    if first is None or second is None:
+        same = found[0].message == found[1].message
+        detail = f"no trace; failure: {found[0].message!r} vs {found[1].message!r}"
+        return Pair(
+            target=target.name,
+            kind="failing",
+            same=same,
+            detail=detail,
+            test_cases=counts,
+        )
+    difference = first_difference(
+        (first / "trace.json").read_bytes(), (second / "trace.json").read_bytes()
+    )
+    if difference:
+        return Pair(
+            target=target.name,
+            kind="failing",
+            same=False,
+            detail=f"trace.json {difference}",
+            test_cases=counts,
+        )
+    checks = [
+        json.loads((folder / "meta.json").read_text(encoding="utf-8"))["failing_check"]
+        for folder in (first, second)
+    ]
+    if checks[0] != checks[1]:
+        return Pair(
+            target=target.name,
+            kind="failing",
+            same=False,
+            detail=f"failing check {checks}",
+            test_cases=counts,
+        )
+    sut = json.loads((first / "meta.json").read_text(encoding="utf-8"))["sut"]
+    canary = sut.removeprefix("canary:") if sut.startswith("canary:") else None
+    replays = [_replay_output(first, canary, seed) for seed in hash_seeds]
+    if replays[0][0] != 1 or replays[0] != replays[1]:
+        codes = f"exit {replays[0][0]} and {replays[1][0]}"
+        what = first_difference(replays[0][1].encode(), replays[1][1].encode())
+        return Pair(
+            target=target.name,
+            kind="failing",
+            same=False,
+            detail=f"ci.replay: {codes}; {what}",
+            test_cases=counts,
+        )
+    step = checks[0].get("step", "?")
+    trace = json.loads((first / "trace.json").read_text(encoding="utf-8"))
+    detail = (
+        f"same trace ({len(trace['steps'])} steps), same first divergence "
+        f"(step {step}, {checks[0]['check']}), same ci.replay output"
+    )
+    return Pair(
+        target=target.name, kind="failing", same=True, detail=detail, test_cases=counts
+    )
+
+
+def _check(passing: Sequence[Target], failing: Sequence[Target]) -> None:
+    if not passing and not failing:
+        raise UsageError("nothing to check: give --targets or --failing")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the pairs; exit 0 all agree, 1 a difference, 2 usage."""
+    try:
+        arguments = build_parser().parse_args(argv)
+        passing = resolve(arguments.targets) if arguments.targets else ()
+        failing = resolve(arguments.failing) if arguments.failing else ()
+        _check(passing, failing)
+    except (UsageError, UnknownTargetError) as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    folder = (arguments.artifacts or artifacts_root()) / "determinism" / utc_stamp()
+    folder.mkdir(parents=True)
+    pairs: list[Pair] = []
+    for target in passing:
+        pairs.append(
+            passing_pair(
+                target, arguments.examples, arguments.seed, arguments.hash_seeds, folder
+            )
+        )
+        print(_line(pairs[-1]), flush=True)
+    for target in failing:
+        pairs.append(failing_pair(target, arguments.seed, arguments.hash_seeds, folder))
+        print(_line(pairs[-1]), flush=True)
+    report: dict[str, Any] = {
+        "seed": arguments.seed,
+        "hash_seeds": list(arguments.hash_seeds),
+        "examples": arguments.examples,
+        "pairs": [asdict(pair) for pair in pairs],
+        "different": sum(not pair.same for pair in pairs),
+        "targets": {pair.target: TARGETS[pair.target].nodeid for pair in pairs},
+    }
+    (folder / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True))
+    print(f"report: {folder / 'report.json'}")
+    return EXIT_SAME if all(pair.same for pair in pairs) else EXIT_DIFFERENT
+
+
+def _line(pair: Pair) -> str:
+    verdict = "SAME" if pair.same else "DIFFERENT"
+    return f"{verdict} {pair.target} ({pair.kind}): {pair.detail}"

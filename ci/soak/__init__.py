@@ -1,0 +1,1 @@
+"""The false-alarm soak (`python -m ci.soak`): see `ci.soak.command`."""

@@ -1,0 +1,398 @@
+"""The false-alarm soak: the machines on the unmutated crate over many seeds.
+
+    python -m ci.soak --seeds N [--first-seed S] [--profile ci|nightly]
+                      [--jobs J] [--targets affinity,queue] [--examples N]
+                      [--artifacts DIR] [--no-recheck]
+
+Each seed runs the targets' pytest tests once, in a fresh interpreter, under the
+profile's sizes with randomization on (`ci-seeded` or `nightly-seeded` in
+`ci/profiles.py`) and `--hypothesis-seed=SEED`; `--jobs` processes run at once.
+On the pinned crate every failure is a false alarm: a counterexample the crate
+does not deserve, or a vacuous run (a coverage goal or rule never reached). A
+failed (seed, target) is run again with the same seed; if the second run does
+not fail the same way, it is also a flaky detection.
+
+The report -- seeds, false alarms, flaky detections, seconds per seed (mean,
+median, p95, max), each failure with its replay lines -- is printed and kept as
+`<artifacts>/soak/<utc-stamp>/report.json` (`latest` points to the newest),
+rewritten after every seed so an interrupted soak keeps what it measured.
+Counterexample artifacts of a false alarm go beside it.
+
+Exit status: 0 no false alarm and no flaky detection; 1 otherwise; 2 bad
+arguments or a run that could not start (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Final, NoReturn
+
+import hypothesis
+
+from ci.profiles import EXAMPLES, STEPS_PER_PROGRAM
+from ci.replay.artifacts import (
+    ARTIFACTS_ENV,
+    artifacts_root,
+    crate_versions,
+    git_state,
+    utc_stamp,
+)
+from ci.trust import runner
+from ci.trust.plugin import RunConfig
+from ci.trust.targets import CRATE_TARGETS, Target, UnknownTargetError, resolve
+
+PROG: Final[str] = "ci.soak"
+PROFILES: Final[tuple[str, ...]] = ("ci", "nightly")
+SEEDS_MAX: Final[int] = 1_000_000
+JOBS_MAX: Final[int] = 64
+REPORT_FILE: Final[str] = "report.json"
+LATEST: Final[str] = "latest"
+PERCENTILE: Final[int] = 95
+EXIT_CLEAN: Final[int] = 0
+EXIT_ALARM: Final[int] = 1
+EXIT_USAGE: Final[int] = 2
+
+
+class UsageError(Exception):
+    """The soak cannot run; the message is the one line to print."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise UsageError(message)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line."""
+    parser = _Parser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=_positive, required=True)
+    parser.add_argument("--first-seed", type=_positive, default=1)
+    parser.add_argument("--profile", choices=PROFILES, default="ci")
+    parser.add_argument("--jobs", "-j", type=_positive, default=2)
+    parser.add_argument("--targets", default=",".join(CRATE_TARGETS))
+    parser.add_argument(
+        "--examples", type=_positive, default=None, help="examples per test"
+    )
+    parser.add_argument("--artifacts", type=Path, default=None)
+    parser.add_argument("--no-recheck", dest="recheck", action="store_false")
+    return parser
+
+
+@dataclass(frozen=True)
+class TargetRun:
+    """One target's outcome under one seed."""
+
+    target: str
+    outcome: str  # passed, failed, skipped or missing
+    message: str
+    counterexample: bool
+    flaky: bool
+    test_cases: int
+    seconds: float
+    replay: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class SeedRun:
+    """All targets under one seed, in one interpreter."""
+
+    seed: int
+    seconds: float
+    returncode: int
+    targets: tuple[TargetRun, ...]
+
+
+@dataclass(frozen=True)
+class Recheck:
+    """A failed (seed, target) run again with the same seed."""
+
+    seed: int
+    target: str
+    first: str
+    second: str
+    reproduced: bool
+
+
+@dataclass
+class Soak:
+    """Everything measured so far (the report is a function of this)."""
+
+    settings: dict[str, Any]
+    seeds: list[SeedRun] = field(default_factory=list)
+    rechecks: list[Recheck] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def _target_runs(run: runner.PytestRun, targets: Sequence[Target]) -> list[TargetRun]:
+    found = []
+    for target in targets:
+        test = run.test(target.nodeid)
+        if test is None:
+            found.append(
+                TargetRun(
+                    target=target.name,
+                    outcome="missing",
+                    message="did not run",
+                    counterexample=False,
+                    flaky=False,
+                    test_cases=0,
+                    seconds=0,
+                    replay=(),
+                )
+            )
+            continue
+        found.append(
+            TargetRun(
+                target=target.name,
+                outcome=test.outcome,
+                message=test.message,
+                counterexample=test.counterexample,
+                flaky=test.flaky,
+                test_cases=test.test_cases,
+                seconds=round(test.duration_s, 3),
+                replay=test.replay,
+            )
+        )
+    return found
+
+
+def run_seed(
+    seed: int, targets: Sequence[Target], config: RunConfig, artifacts: Path
+) -> SeedRun:
+    """Run every target once under `seed` in a fresh interpreter."""
+    started = time.monotonic()
+    run = runner.run(
+        [target.nodeid for target in targets],
+        config,
+        seed=seed,
+        env={ARTIFACTS_ENV: str(artifacts)},
+    )
+    seconds = time.monotonic() - started
+    return SeedRun(
+        seed, round(seconds, 3), run.returncode, tuple(_target_runs(run, targets))
+    )
+
+
+def _verdict(run: TargetRun) -> str:
+    return f"{run.outcome}: {run.message}" if run.outcome != "passed" else "passed"
+
+
+def failures(soak: Soak) -> list[tuple[int, TargetRun]]:
+    """Every (seed, target) that did not pass, in seed order."""
+    return [
+        (seed.seed, run)
+        for seed in sorted(soak.seeds, key=lambda seed: seed.seed)
+        for run in seed.targets
+        if run.outcome != "passed"
+    ]
+
+
+def _percentile(values: Sequence[float], percent: int) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, -(-len(ordered) * percent // 100) - 1))
+    return ordered[index]
+
+
+def report(soak: Soak, *, complete: bool) -> dict[str, Any]:
+    """The JSON report of what was measured so far."""
+    seconds = [seed.seconds for seed in soak.seeds]
+    alarms = failures(soak)
+    flaky_rechecks = [check for check in soak.rechecks if not check.reproduced]
+    flaky_reported = [run for _, run in alarms if run.flaky]
+    per_target: dict[str, dict[str, Any]] = {}
+    for seed in soak.seeds:
+        for run in seed.targets:
+            entry = per_target.setdefault(
+                run.target, {"runs": 0, "failed": 0, "seconds": [], "test_cases": 0}
+            )
+            entry["runs"] += 1
+            entry["failed"] += run.outcome != "passed"
+            entry["seconds"].append(run.seconds)
+            entry["test_cases"] += run.test_cases
+    for entry in per_target.values():
+        times = entry.pop("seconds")
+        entry["seconds_mean"] = round(statistics.fmean(times), 3)
+        entry["seconds_max"] = round(max(times), 3)
+    commit, dirty = git_state()
+    return {
+        "complete": complete,
+        "settings": soak.settings,
+        "seeds_run": len(soak.seeds),
+        "false_alarms": len(alarms),
+        "false_alarm_seeds": sorted({seed for seed, _ in alarms}),
+        "counterexamples": sum(run.counterexample for _, run in alarms),
+        "vacuous_or_other": sum(not run.counterexample for _, run in alarms),
+        "flaky": len(flaky_rechecks) + len(flaky_reported),
+        "seconds_per_seed": {
+            "mean": round(statistics.fmean(seconds), 3) if seconds else None,
+            "median": round(statistics.median(seconds), 3) if seconds else None,
+            f"p{PERCENTILE}": round(_percentile(seconds, PERCENTILE), 3)
+            if seconds
+            else None,
+            "max": round(max(seconds), 3) if seconds else None,
+        },
+        "wall_seconds": round(time.monotonic() - soak.started, 1),
+        "per_target": dict(sorted(per_target.items())),
+        "failures": [{"seed": seed, **asdict(run)} for seed, run in alarms],
+        "rechecks": [asdict(check) for check in soak.rechecks],
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "hypothesis_version": hypothesis.__version__,
+        "python_version": platform.python_version(),
+    } | crate_versions()
+
+
+def _write(folder: Path, document: dict[str, Any]) -> None:
+    staging = folder / f".{REPORT_FILE}.tmp"
+    staging.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
+    staging.replace(folder / REPORT_FILE)
+
+
+def _point_latest(folder: Path) -> None:
+    link = folder.parent / LATEST
+    staging = folder.parent / f".{LATEST}.tmp"
+    staging.unlink(missing_ok=True)
+    staging.symlink_to(folder.name, target_is_directory=True)
+    staging.replace(link)
+
+
+def _summary(document: dict[str, Any]) -> list[str]:
+    per_seed = document["seconds_per_seed"]
+    lines = [
+        (
+            f"seeds: {document['seeds_run']}  false alarms: "
+            f"{document['false_alarms']}  flaky: {document['flaky']}"
+        ),
+        (
+            f"seconds per seed: mean {per_seed['mean']}  median {per_seed['median']}"
+            f"  p{PERCENTILE} {per_seed[f'p{PERCENTILE}']}  max {per_seed['max']}"
+            f"  (wall {document['wall_seconds']} s, "
+            f"{document['settings']['jobs']} jobs)"
+        ),
+    ]
+    for name, entry in document["per_target"].items():
+        lines.append(
+            f"  {name}: {entry['runs']} runs, {entry['failed']} failed, "
+            f"{entry['test_cases']} test cases, mean {entry['seconds_mean']} s"
+        )
+    for failure in document["failures"]:
+        lines.append(
+            f"  FALSE ALARM seed {failure['seed']} {failure['target']}: "
+            f"{failure['message']}"
+        )
+        lines.extend(f"    {line}" for line in failure["replay"])
+    return lines
+
+
+def _check(arguments: argparse.Namespace) -> None:
+    """Bounds argparse cannot state."""
+    if arguments.first_seed + arguments.seeds > SEEDS_MAX:
+        raise UsageError(f"seeds must stay below {SEEDS_MAX}")
+    if arguments.jobs > JOBS_MAX:
+        raise UsageError(f"--jobs must be at most {JOBS_MAX}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the soak; exit 0 clean, 1 false alarm or flaky, 2 usage."""
+    try:
+        arguments = build_parser().parse_args(argv)
+        targets = resolve(arguments.targets)
+        _check(arguments)
+    except (UsageError, UnknownTargetError) as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    return soak(arguments, targets)
+
+
+def soak(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
+    """Run every seed, recheck the failures, write and print the report."""
+    root = arguments.artifacts or artifacts_root()
+    folder = root / "soak" / utc_stamp()
+    folder.mkdir(parents=True)
+    _point_latest(folder)
+    examples = arguments.examples or EXAMPLES[arguments.profile]
+    config = RunConfig(base=f"{arguments.profile}-seeded", max_examples=examples)
+    seeds = range(arguments.first_seed, arguments.first_seed + arguments.seeds)
+    state = Soak(
+        settings={
+            "profile": f"{arguments.profile}-seeded",
+            "max_examples": examples,
+            "stateful_step_count": STEPS_PER_PROGRAM[arguments.profile],
+            "targets": {target.name: target.nodeid for target in targets},
+            "first_seed": arguments.first_seed,
+            "seeds": arguments.seeds,
+            "jobs": arguments.jobs,
+        }
+    )
+    artifacts = folder / "artifacts"
+    print(f"soak: {arguments.seeds} seeds -> {folder / REPORT_FILE}", flush=True)
+
+    def one(seed: int) -> None:
+        result = run_seed(seed, targets, config, artifacts)
+        with state.lock:
+            state.seeds.append(result)
+            _write(folder, report(state, complete=False))
+            verdicts = ", ".join(
+                f"{run.target} {run.outcome} {run.seconds:.1f} s"
+                for run in result.targets
+            )
+            print(
+                f"seed {seed}: {verdicts} [{len(state.seeds)}/{arguments.seeds}]",
+                flush=True,
+            )
+
+    runner.stop_on_sigterm()
+    pool = ThreadPoolExecutor(max_workers=arguments.jobs)
+    try:
+        for done in [pool.submit(one, seed) for seed in seeds]:
+            done.result()
+    except KeyboardInterrupt:
+        pool.shutdown(wait=False, cancel_futures=True)
+        runner.stop_all()
+        print(
+            f"interrupted; the report so far: {folder / REPORT_FILE}", file=sys.stderr
+        )
+        return EXIT_ALARM
+    pool.shutdown()
+    if arguments.recheck:
+        by_name = {target.name: target for target in targets}
+        for seed, first in failures(state):
+            again = run_seed(seed, [by_name[first.target]], config, artifacts)
+            second = again.targets[0]
+            state.rechecks.append(
+                Recheck(
+                    seed=seed,
+                    target=first.target,
+                    first=_verdict(first),
+                    second=_verdict(second),
+                    reproduced=_verdict(first) == _verdict(second),
+                )
+            )
+    document = report(state, complete=True)
+    _write(folder, document)
+    for line in _summary(document):
+        print(line)
+    print(f"report: {folder / REPORT_FILE}")
+    clean = document["false_alarms"] == 0 and document["flaky"] == 0
+    return EXIT_CLEAN if clean else EXIT_ALARM

@@ -1,0 +1,14 @@
+"""Shared parts of `ci.fuzz`, `ci.soak` and `ci.determinism`.
+
+Each of those commands runs the machines' own pytest tests, by node id, in
+fresh `python -m pytest` processes that load the plugin `ci.trust.plugin`:
+
+* `targets` -- the named fuzz targets and the pytest node ids they run;
+* `database` -- the shared example database (Redis, with a local directory
+  beside it that stays the fallback);
+* `plugin` -- loads a run's settings (derived from `ci/profiles.py`), counts
+  test cases and behaviours, writes step logs and a per-test result file;
+* `runner` -- starts such a pytest process and reads its result;
+* `canary_targets` -- fuzz and determinism targets that are deliberately broken
+  (collected only when named).
+"""

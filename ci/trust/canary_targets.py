@@ -1,0 +1,52 @@
+"""Deliberately broken fuzz and determinism targets, as pytest tests.
+
+Collected only when named by node id (`ci.trust.targets`): the file is outside
+the suite's test paths and every test here is meant to fail or to be caught by
+`ci.determinism`. Each runs a machine under the loaded settings, so a trust
+command's profile (and shared database) applies.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from hypothesis.stateful import run_state_machine_as_test
+
+from ci.canaries.affinity import LateExpiry
+from ci.canaries.nondeterminism import HashOrderMachine
+from ci.canaries.queue import plain_rotation
+from stateful.affinity_machine import AffinityMachine
+from stateful.harness import SutFactory
+from stateful.queue_machine import QueueMachine
+
+
+class LateExpiryMachine(AffinityMachine):
+    """The affinity machine against the `late_expiry` canary (the crate, 1 ns late)."""
+
+    factory: ClassVar[SutFactory | None] = LateExpiry
+    goals_reached: ClassVar[set[str]] = set()
+    goal_counts: ClassVar[dict[str, int]] = {}
+    rules_run: ClassVar[set[str]] = set()
+
+
+class PlainRotationMachine(QueueMachine):
+    """The queue machine against the `plain_rotation` canary (no extension)."""
+
+    factory = staticmethod(plain_rotation)  # type: ignore[assignment] # mypy reads the base's staticmethod as taking no argument
+    goals_reached: ClassVar[set[str]] = set()
+    rules_run: ClassVar[set[str]] = set()
+
+
+def test_the_late_expiry_canary_agrees_with_the_model() -> None:
+    """Fails: the canary serves a binding 1 ns past its deadline."""
+    run_state_machine_as_test(LateExpiryMachine)
+
+
+def test_the_plain_rotation_canary_agrees_with_the_model() -> None:
+    """Fails: the canary ignores quanta and deficits."""
+    run_state_machine_as_test(PlainRotationMachine)
+
+
+def test_the_hash_order_canary_runs_the_same_program_twice() -> None:
+    """Passes in every run, but its programs depend on `PYTHONHASHSEED`."""
+    run_state_machine_as_test(HashOrderMachine)
