@@ -23,6 +23,7 @@ import redis
 
 from ci.determinism.command import main as determinism_main
 from ci.fuzz.command import main as fuzz_main
+from ci.replay.artifacts import folder_of_replay_line
 from ci.soak.command import main as soak_main
 from ci.trust.database import KEY_PREFIX, SharedDatabase, open_database
 
@@ -174,14 +175,14 @@ def test_two_workers_find_the_canary_and_a_fresh_process_replays_it_from_redis(
     print(replay.stdout)
     reproduced = replay.stdout.splitlines()[0].removeprefix(f"REPRODUCED {CANARY}: ")
     replayed_traces = [
-        (REPO_ROOT / m.group("folder") / "trace.json").read_bytes()
+        (REPO_ROOT / folder_of_replay_line(line.strip()) / "trace.json").read_bytes()
         for line in replay.stdout.splitlines()
-        if (m := _TRACE.match(line))
+        if _TRACE.match(line)
     ]
     fuzzed_traces = [
-        (REPO_ROOT / m.group("folder") / "trace.json").read_bytes()
+        (REPO_ROOT / folder_of_replay_line(line.strip()) / "trace.json").read_bytes()
         for line in lines
-        if (m := _TRACE.match(line))
+        if _TRACE.match(line)
     ]
 
     assert 1 == replay.returncode, replay.stdout + replay.stderr

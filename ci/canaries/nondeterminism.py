@@ -16,7 +16,7 @@ from hypothesis.stateful import precondition, rule
 
 from model.affinity.table import ModelAffinity
 from stateful.affinity_machine import AffinityMachine
-from stateful.harness import SutFactory
+from stateful.affinity_subject import SutFactory
 
 HASH_ORDERED_SESSIONS: frozenset[str] = frozenset({"a", "b", "c", "d"})
 """Iterated without sorting, on purpose."""
@@ -26,9 +26,6 @@ class HashOrderMachine(AffinityMachine):
     """The affinity machine (model against model) drawing from an unsorted set."""
 
     factory: ClassVar[SutFactory | None] = ModelAffinity
-    goals_reached: ClassVar[set[str]] = set()
-    goal_counts: ClassVar[dict[str, int]] = {}
-    rules_run: ClassVar[set[str]] = set()
 
     def is_built(self) -> bool:
         """The tables exist."""

@@ -38,7 +38,12 @@ from pathlib import Path
 from typing import Any, Final, NoReturn
 
 from ci.profiles import EXAMPLES
-from ci.replay.artifacts import ARTIFACTS_ENV, artifacts_root, utc_stamp
+from ci.replay.artifacts import (
+    ARTIFACTS_ENV,
+    artifacts_root,
+    folder_of_replay_line,
+    utc_stamp,
+)
 from ci.trust import runner
 from ci.trust.plugin import RunConfig
 from ci.trust.targets import TARGETS, Target, UnknownTargetError, resolve
@@ -210,7 +215,7 @@ def _replay_output(folder: Path, canary: str | None, hash_seed: str) -> tuple[in
 
 def _artifact(test: runner.TestResult) -> Path | None:
     for line in test.replay:
-        folder = Path(line.rsplit(" ", 1)[-1])
+        folder = folder_of_replay_line(line)
         folder = folder if folder.is_absolute() else runner.REPO_ROOT / folder
         if (folder / "trace.json").exists():
             return folder

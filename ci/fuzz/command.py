@@ -52,7 +52,12 @@ from pathlib import Path
 from typing import Any, Final, NoReturn
 
 from ci.profiles import EXAMPLES, STEPS_PER_PROGRAM
-from ci.replay.artifacts import ARTIFACTS_ENV, artifacts_root, utc_stamp
+from ci.replay.artifacts import (
+    ARTIFACTS_ENV,
+    artifacts_root,
+    folder_of_replay_line,
+    utc_stamp,
+)
 from ci.trust import runner
 from ci.trust.database import DatabaseUnavailableError, connect
 from ci.trust.plugin import RunConfig
@@ -213,7 +218,7 @@ class Fuzz:
 
 def _meta(line: str) -> dict[str, Any] | None:
     """The meta.json of the artifact folder a `python -m ci.replay` line names."""
-    folder = Path(line.rsplit(" ", 1)[-1])
+    folder = folder_of_replay_line(line)
     for meta_file in (folder / "meta.json", runner.REPO_ROOT / folder / "meta.json"):
         if meta_file.exists():
             meta: dict[str, Any] = json.loads(meta_file.read_text(encoding="utf-8"))

@@ -209,6 +209,17 @@ def replay_command(path: Path, sut: str = "") -> str:
     return f"python -m ci.replay {shown}{flag}"
 
 
+def folder_of_replay_line(line: str) -> Path:
+    """The artifact folder a printed `python -m ci.replay PATH [--canary N]` names.
+
+    PATH is the folder itself or a trace inside it (`minimal.json`); a line of a
+    gate run on a source tree starts with `cd TREE && `.
+    """
+    words = line.split()
+    path = Path(words[words.index("ci.replay") + 1])
+    return path.parent if path.suffix == ".json" else path
+
+
 def artifact_replay(folder: Path) -> str:
     """The line to paste for an artifact: its minimized trace when there is one."""
     try:

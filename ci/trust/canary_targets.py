@@ -16,7 +16,7 @@ from ci.canaries.affinity import LateExpiry
 from ci.canaries.nondeterminism import HashOrderMachine
 from ci.canaries.queue import plain_rotation
 from stateful.affinity_machine import AffinityMachine
-from stateful.harness import SutFactory
+from stateful.affinity_subject import SutFactory
 from stateful.queue_machine import QueueMachine
 
 
@@ -24,17 +24,12 @@ class LateExpiryMachine(AffinityMachine):
     """The affinity machine against the `late_expiry` canary (the crate, 1 ns late)."""
 
     factory: ClassVar[SutFactory | None] = LateExpiry
-    goals_reached: ClassVar[set[str]] = set()
-    goal_counts: ClassVar[dict[str, int]] = {}
-    rules_run: ClassVar[set[str]] = set()
 
 
 class PlainRotationMachine(QueueMachine):
     """The queue machine against the `plain_rotation` canary (no extension)."""
 
-    factory = staticmethod(plain_rotation)  # type: ignore[assignment] # mypy reads the base's staticmethod as taking no argument
-    goals_reached: ClassVar[set[str]] = set()
-    rules_run: ClassVar[set[str]] = set()
+    factory = staticmethod(plain_rotation)
 
 
 def test_the_late_expiry_canary_agrees_with_the_model() -> None:
