@@ -101,6 +101,39 @@ BINDING_REFUSALS: Final[frozenset[str]] = frozenset({"HandleError", "Unsupported
 """Error kinds raised by the binding before the crate is called."""
 
 
+ClockMove = tuple[str, int]
+"""("sleep_until", ns since the origin) or a step ("to the 1 ms grid" or
+"the sub-millisecond rest", by ns): `tokio::time::advance`, no timer fires."""
+TO_GRID: Final[str] = "Step to the 1 ms timer grid"
+REST: Final[str] = "The sub-millisecond rest"
+
+
+def clock_moves(from_ns: int, to_ns: int) -> list[ClockMove]:
+    """How the binding's `advance_clock` moves the paused clock, in order.
+
+    Tokio's timers fire on a 1 ms grid from the runtime's start, and
+    auto-advancing from a point off the grid overshoots. So: step (no
+    auto-advance) to the next grid point if off it, sleep until the last grid
+    point at or before the target (auto-advance visits every timer on the way,
+    each at its own instant), then step the sub-millisecond rest.
+    """
+    moves: list[ClockMove] = []
+    at = from_ns
+    if at % MILLISECOND_NS:
+        next_grid = at - at % MILLISECOND_NS + MILLISECOND_NS
+        step_to = min(next_grid, to_ns)
+        if step_to > at:
+            moves.append((TO_GRID if step_to == next_grid else REST, step_to - at))
+        at = max(at, step_to)
+    grid = to_ns - to_ns % MILLISECOND_NS
+    if grid > at:
+        moves.append(("sleep_until", grid))
+        at = grid
+    if to_ns > at:
+        moves.append((REST, to_ns - at))
+    return moves
+
+
 @dataclass
 class Local:
     """A handle as a named local of the test."""
@@ -389,31 +422,17 @@ class AffinityWriter:
             self._assert_error(call, str(outcome.error), self._message())
 
     def _advance(self, now_ns: int) -> None:
-        """The binding's schedule, with the phases this move needs."""
+        """The binding's schedule, with the moves this step needs."""
         self.origin = True
         self.test.use("std::time::Duration")
-        at = self.now_ns
-        if at % MILLISECOND_NS:
-            step_to = min(at - at % MILLISECOND_NS + MILLISECOND_NS, now_ns)
-            if step_to > at:
+        for kind, ns in clock_moves(self.now_ns, now_ns):
+            if kind == "sleep_until":
+                self.test.line(f"tokio::time::sleep_until(origin + {duration(ns)}).await;")
+            else:
                 self.test.line(
-                    "// Step to the 1 ms timer grid (no timer falls due on the way).",
-                    f"tokio::time::advance({duration(step_to - at)}).await;",
+                    f"// {kind}: no timer falls due on the way.",
+                    f"tokio::time::advance({duration(ns)}).await;",
                 )
-                self._settle()
-            at = step_to
-        grid = now_ns - now_ns % MILLISECOND_NS
-        if grid > at:
-            self.test.line(
-                f"tokio::time::sleep_until(origin + {duration(grid)}).await;"
-            )
-            self._settle()
-            at = grid
-        if now_ns > at:
-            self.test.line(
-                "// The sub-millisecond rest: no timer falls due on the way.",
-                f"tokio::time::advance({duration(now_ns - at)}).await;",
-            )
             self._settle()
         self.now_ns = now_ns
         clock = self._message("clock")

@@ -263,21 +263,25 @@ def pinned_requirement() -> str:
 
 
 def header(trace: Trace, facts: Sequence[str]) -> list[str]:
-    """The comment every export opens with: where it comes from, what it needs."""
+    """The comment every export opens with: where it comes from, what it needs.
+
+    Paragraphs are wrapped to `HEADER_WIDTH`, with an empty comment line between.
+    """
+    subject = trace.header.subject
+    article = "An" if subject[0] in "aeiou" else "A"
     features = ", ".join(f'"{feature}"' for feature in CRATE_FEATURES)
     tokio = ", ".join(f'"{feature}"' for feature in TOKIO_FEATURES)
-    origin = f"A {trace.header.subject} trace, exported by `{EMIT_COMMAND}`:"
-    recorded = (
-        f"Recorded with {CRATE} {trace.header.crate_version}; written for "
-        f"{CRATE} {pinned_requirement()}"
-    )
-    return [
-        origin,
-        *wrapped(trace.description or "(no description)"),
-        recorded,
-        f"with features {features}, and tokio with {tokio}.",
+    paragraphs = [
+        f"{article} {subject} trace, exported by `{EMIT_COMMAND}`. "
+        + (trace.description or "(no description)"),
+        f"Recorded with {CRATE} {trace.header.crate_version}; written for {CRATE} "
+        f"{pinned_requirement()} with features {features}, and tokio with {tokio}.",
         *facts,
     ]
+    lines: list[str] = []
+    for paragraph in paragraphs:
+        lines.extend([*([""] if lines else []), *wrapped(paragraph)])
+    return lines
 
 
 def rustfmt(source: str) -> str:
