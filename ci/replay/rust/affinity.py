@@ -42,6 +42,7 @@ from typing import Final
 
 from ci.replay.affinity import KIND, AffinitySetup, created_handle, used_handle
 from ci.replay.rust.emit import (
+    CRATE,
     Capabilities,
     CapabilitiesSource,
     ExportError,
@@ -427,7 +428,9 @@ class AffinityWriter:
         self.test.use("std::time::Duration")
         for kind, ns in clock_moves(self.now_ns, now_ns):
             if kind == "sleep_until":
-                self.test.line(f"tokio::time::sleep_until(origin + {duration(ns)}).await;")
+                self.test.line(
+                    f"tokio::time::sleep_until(origin + {duration(ns)}).await;"
+                )
             else:
                 self.test.line(
                     f"// {kind}: no timer falls due on the way.",
@@ -493,10 +496,9 @@ class AffinityWriter:
 
     def _observe(self, view: Observation, op: Op) -> None:
         touched = self._touched(op)
-        names_session = not isinstance(op, Advance | CrateAdvance) and bool(
-            self._named_session(op)
-        )
-        if not self.dropped and (touched or names_session):
+        moves_clock = isinstance(op, Advance | CrateAdvance)
+        names_session = not moves_clock and bool(self._named_session(op))
+        if not self.dropped and (touched or names_session or moves_clock):
             self.test.testing(
                 f"assert_eq!(table.entry_count(), {view.entry_count}, "
                 f"{self._message('entry_count')});"
@@ -775,6 +777,12 @@ class AffinityWriter:
                 f"{config.max_session_id_bytes} bytes, {config.clock} clock."
             ),
         ]
+        if self.target_crate is not None:
+            facts.append(
+                "It calls `with_manual_clock` / `advance_clock`, which the capability "
+                f"probe found in {CRATE} {self.target_crate.crate_version} (not in "
+                "the crates.io releases up to 1.6.1)."
+            )
         drifted = [
             str(step.index)
             for step, report in zip(self.trace.steps, self.reports, strict=True)

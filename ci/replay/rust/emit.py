@@ -274,8 +274,11 @@ def header(trace: Trace, facts: Sequence[str]) -> list[str]:
     paragraphs = [
         f"{article} {subject} trace, exported by `{EMIT_COMMAND}`. "
         + (trace.description or "(no description)"),
-        f"Recorded with {CRATE} {trace.header.crate_version}; written for {CRATE} "
-        f"{pinned_requirement()} with features {features}, and tokio with {tokio}.",
+        (
+            f"Recorded with {CRATE} {trace.header.crate_version}; written for "
+            f"{CRATE} {pinned_requirement()} with features {features}, and tokio "
+            f"with {tokio}."
+        ),
         *facts,
     ]
     lines: list[str] = []
