@@ -759,8 +759,9 @@ class AffinityWriter:
     def _declare_manual_table(self, built: str) -> None:
         if self.config.instant_range_ns is not None:
             raise ExportError(
-                "the table's origin sits instant_range_ns before the end of the "
-                "Instant range, which the export does not place"
+                "the table's origin sits instant_range_ns = "
+                f"{self.config.instant_range_ns} ns before the end of the platform's "
+                "Instant range; the export cannot place an origin there"
             )
         self.origin = True
         self.test.use("tokio::time::Instant")

@@ -35,7 +35,7 @@ IMPL: Final[Path] = Path(__file__).resolve().parents[3] / "impl"
 RUSTFMT_TIMEOUT_S: Final[int] = 60
 CRATE: Final[str] = "dynamo-kv-router"
 CRATE_FEATURES: Final[tuple[str, ...]] = ("standalone-selection", "testing")
-TOKIO_FEATURES: Final[tuple[str, ...]] = ("macros", "rt", "sync", "test-util", "time")
+TOKIO_FEATURES: Final[tuple[str, ...]] = ("macros", "rt", "test-util", "time")
 EMIT_COMMAND: Final[str] = "python -m ci.replay TRACE --emit rust"
 TESTING_MARK: Final[str] = "// testing"
 """Trailing comment on every line that calls a hook of the `testing` feature."""

@@ -435,7 +435,7 @@ class QueueWriter:
     def _header(self) -> None:
         facts = [
             "The queue calls no hook of the `testing` feature; it needs no runtime.",
-            f"The queue: {KIND.describe(self.spec)}.",
+            f"Setup: {KIND.describe(self.spec)}.",
         ]
         self.test.header = header(self.trace, facts)
 
