@@ -55,6 +55,7 @@ from ci.replay.artifacts import (
     LATEST,
     TARGET_TREE_ENV,
     artifact_replay,
+    artifact_repro,
 )
 from stateful.stats import STATS_ENV, read_all
 
@@ -373,6 +374,7 @@ def summarize(console: Console, run: GateRun) -> None:
     for example in run.found:
         # Plain print: a pasteable line must never be wrapped at the console width.
         print(artifact_replay(example.folder), flush=True)
+        print(artifact_repro(example.folder), flush=True)
 
 
 def _first_error(output: str) -> str:

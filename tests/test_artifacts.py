@@ -19,6 +19,7 @@ from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     LATEST,
     TARGET_TREE_ENV,
+    artifact_repro,
     folder_name_for,
     program_lines,
     replay_command,
@@ -93,7 +94,7 @@ def test_the_folder_is_named_by_test_and_stamp(folder: Path, tmp_path: Path) -> 
 
 
 def test_the_folder_holds_trace_program_failure_and_meta(folder: Path) -> None:
-    """The trace and its minimized form, the printed program, failure and metadata."""
+    """The trace, its minimized form and its Rust test, the program, failure, meta."""
     names = sorted(path.name for path in folder.iterdir())
 
     assert [
@@ -101,6 +102,7 @@ def test_the_folder_holds_trace_program_failure_and_meta(folder: Path) -> None:
         "meta.json",
         "minimal.json",
         "program.py",
+        "repro.rs",
         "trace.json",
     ] == names
 
@@ -187,6 +189,25 @@ def test_the_minimal_trace_is_shorter_and_still_fails(folder: Path) -> None:
     assert meta["minimal_steps"] <= meta["shrunk_steps"]
 
 
+def test_repro_rs_is_the_minimal_trace_as_a_rust_test(folder: Path) -> None:
+    """One `#[tokio::test]`, a block per step of `minimal.json`, named in the log."""
+    minimal = load(folder / "minimal.json")
+    repro = (folder / "repro.rs").read_text(encoding="utf-8")
+    program = (folder / "program.py").read_text(encoding="utf-8")
+
+    steps = [line.strip() for line in repro.splitlines() if "// step " in line]
+
+    assert 1 == repro.count("#[tokio::test(start_paused = true)]")
+    assert "async fn test_the_machine_native_minimal() {" in repro
+    assert [
+        f"// step {step.index}: {minimal.kind.show_op(step.op)}"
+        for step in minimal.steps
+    ] == steps
+    assert "# The same as a Rust test of the crate: repro.rs" in program
+    assert artifact_repro(folder).startswith("# as a Rust test: ")
+    assert artifact_repro(folder).endswith(f"{STAMP}/repro.rs")
+
+
 def test_the_artifact_replays_cleanly_against_the_crate(folder: Path) -> None:
     """The same program on the unbroken crate agrees at every step."""
     assert EXIT_AGREE == replay_main([str(folder)])
@@ -241,7 +262,7 @@ TestForgetful.settings = settings(CANARY_SETTINGS, print_blob=True)
 def test_a_failing_machine_test_under_pytest_leaves_an_artifact_and_a_line(
     tmp_path: Path,
 ) -> None:
-    """The plugin writes the folder and the log ends with the replay command."""
+    """The plugin writes the folder; the log ends with the replay line and repro.rs."""
     tests = tmp_path / "tests"
     tests.mkdir()
     tests.joinpath("test_forgetful.py").write_text(FAILING_MACHINE_TEST)
@@ -262,12 +283,13 @@ def test_a_failing_machine_test_under_pytest_leaves_an_artifact_and_a_line(
         | {ARTIFACTS_ENV: str(artifacts)},
     )
     latest = artifacts / "runTest" / LATEST
-    last_line = completed.stdout.rstrip().splitlines()[-1]
+    replay_line, repro_line = completed.stdout.rstrip().splitlines()[-2:]
 
     assert 1 == completed.returncode
     assert latest.is_dir()
     minimal = latest.resolve() / "minimal.json"
-    assert f"python -m ci.replay {minimal} --canary forgetful_release" == last_line
+    assert f"python -m ci.replay {minimal} --canary forgetful_release" == replay_line
+    assert f"# as a Rust test: {latest.resolve() / 'repro.rs'}" == repro_line
     assert "ci" == json.loads((latest / "meta.json").read_text())["profile"]["name"]
 
 

@@ -209,17 +209,20 @@ def test_a_failing_run_collects_the_artifact_from_an_xdist_worker(
     assert (artifacts / "runTest" / "latest" / "trace.json").is_file()
 
 
-def test_a_failing_run_ends_with_the_replay_line(
+def test_a_failing_run_ends_with_the_replay_line_and_the_rust_test(
     failing_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
-    """The last line of the gate's log is the command to paste."""
+    """The log ends with the command to paste, then the counterexample's repro.rs."""
     completed, artifacts = failing_run
-    minimal = (artifacts / "runTest" / "latest").resolve() / "minimal.json"
+    folder = (artifacts / "runTest" / "latest").resolve()
+    replay_line, repro_line = completed.stdout.rstrip().splitlines()[-2:]
 
     assert (
-        f"python -m ci.replay {minimal} --canary forgetful_release"
-        == completed.stdout.rstrip().splitlines()[-1]
+        f"python -m ci.replay {folder / 'minimal.json'} --canary forgetful_release"
+        == replay_line
     )
+    assert f"# as a Rust test: {folder / 'repro.rs'}" == repro_line
+    assert "#[tokio::test(start_paused = true)]" in (folder / "repro.rs").read_text()
 
 
 def test_a_failing_run_reports_the_shrunk_length_and_check(
@@ -242,15 +245,16 @@ def test_a_broken_queue_fails_the_gate_with_a_queue_trace(
     assert EXIT_FAIL == completed.returncode
     assert "queue" == json.loads((folder / "trace.json").read_text())["subject"]
     assert (folder / "minimal.json").is_file()
+    assert "#[test]\nfn runtest_minimal() {" in (folder / "repro.rs").read_text()
     assert "outcomes_agree" in completed.stdout
 
 
 def test_the_queue_replay_line_replays_the_minimized_failure_step_by_step(
     failing_queue_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
-    """The gate's last line, run as printed, shows the table and the divergence."""
+    """The gate's replay line, run as printed, shows the table and the divergence."""
     completed, artifacts = failing_queue_run
-    line = completed.stdout.rstrip().splitlines()[-1]
+    line = completed.stdout.rstrip().splitlines()[-2]
     minimal = (artifacts / "runTest" / "latest").resolve() / "minimal.json"
     assert f"python -m ci.replay {minimal} --canary lifo_ties" == line
 

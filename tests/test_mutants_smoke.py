@@ -5,23 +5,42 @@ unmutated copy of the pinned crate and runs the affinity machine there (the
 control). The second builds `dynamo-kv-router` 1.6.1 with query_target's
 expiry check flipped from `<=` to `<` (a binding is still served at the exact
 instant it expires) into a copy of our Python tree, and runs the affinity
-machine there. The editable install is touched by neither. Both run in `.ci/run`
-(the `ci` profile): 3.7 minutes together on two cores the first time (each
-target dir under `~/.cache/dynamo-verify` is seeded from impl/target, so only
-the crate and the binding compile) and well under a minute afterwards;
-`python -m ci.mutants --smoke` runs the second.
+machine there; the failure's `repro.rs` (its minimized counterexample as a
+Rust test) then runs under `cargo test` against a copy of the crate with the
+same mutant, and must fail at the step the Python replay names. The editable
+install is touched by neither. Both run in `.ci/run` (the `ci` profile): 3.7
+minutes together on two cores the first time (each target dir under
+`~/.cache/dynamo-verify` is seeded from impl/target, so only the crate and the
+binding compile; the Rust export's scratch project compiles the mutated crate
+once more: the second test took 6.4 minutes with its crate, binding and
+scratch builds cold, on two cores under a load of about 7) and well under a
+minute afterwards (10 s); `python -m ci.mutants --smoke` runs the second's
+machine part.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from command_support import run_module
 
-from ci.build_local import default_work_dir, describe_extension, tree_environment
-from ci.mutants.command import SMOKE_PYTEST_ARGS, prepare_crate_tree, smoke
+from ci.build_local import (
+    default_work_dir,
+    describe_extension,
+    pinned_source,
+    tree_environment,
+)
+from ci.mutants.command import (
+    CRATE_DIR_IN_TREE,
+    SMOKE_PYTEST_ARGS,
+    prepare_crate_tree,
+    smoke,
+)
+from ci.mutants.operators import Mutant
 from ci.profiles import selected_profile
+from ci.replay.rust.cargo import run_exports, work_root
 
 pytestmark = pytest.mark.pinned  # builds copies of the pinned crate
 
@@ -72,16 +91,53 @@ def test_the_binding_builds_against_a_local_copy_of_the_pinned_crate(
     assert "registry" == describe_extension()["source"]
 
 
+def mutated_crate(mutant: Mutant) -> Path:
+    """A copy of the pinned crate with `mutant` applied, kept for cargo's cache."""
+    root = work_root() / "smoke-crate"
+    crate = root / CRATE_DIR_IN_TREE
+    mutated = mutant.apply((pinned_source() / mutant.file).read_text(encoding="utf-8"))
+    path = crate / mutant.file
+    if not path.is_file() or path.read_text(encoding="utf-8") != mutated:
+        prepare_crate_tree(root)  # pristine, then the one mutated file
+        path.write_text(mutated, encoding="utf-8")
+    return crate
+
+
 @pytest.mark.slow
 def test_the_machine_catches_a_binding_served_at_its_expiry_instant(
     tmp_path: Path,
 ) -> None:
-    """With `*idle_deadline < now` in query_target the affinity machine fails."""
-    _when_building()
+    """With `*idle_deadline < now` the machine fails; its repro.rs fails there too.
 
-    result = smoke(default_work_dir(), tmp_path / "tree")
+    The Python replay of the minimized trace against the mutant names the first
+    divergent step; the exported test, run by cargo against the same mutant,
+    fails with a message naming that step.
+    """
+    _when_building()
+    tree = tmp_path / "tree"
+
+    result = smoke(default_work_dir(), tree)
 
     assert "path" == result.extension["source"]
-    assert str(tmp_path / "tree") in result.extension["module"]
+    assert str(tree) in result.extension["module"]
     assert "caught" == result.verdict.outcome, result.verdict
     assert result.verdict.test_id.startswith("stateful/test_affinity_machine.py::")
+    (folder,) = sorted((tree / "ci" / "artifacts").glob("*/latest"))
+    replayed = run_module(
+        "ci.replay",
+        str(folder / "minimal.json"),
+        timeout_s=BUILD_TIMEOUT_S,
+        env=tree_environment(tree),
+        cwd=tree,
+    )
+    named = re.search(r"first divergence at step (\d+)", replayed.stdout)
+    assert named is not None, replayed.stdout[-3000:]
+    repro = (folder / "repro.rs").read_text(encoding="utf-8")
+
+    run = run_exports("smoke-mutant", {"repro": repro}, mutated_crate(result.mutant))
+
+    panic = re.search(r"panicked at [^\n]*\n[^\n]*?step (\d+):", run.output)
+    assert run.build_ok, run.output[-3000:]
+    assert 1 == run.failed, run.output[-3000:]
+    assert panic is not None, run.output[-3000:]
+    assert named.group(1) == panic.group(1), run.output[-3000:]

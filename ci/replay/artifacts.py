@@ -6,6 +6,8 @@ this pytest plugin (loaded with `-p ci.replay.artifacts`) writes
     <root>/<test>/<utc-stamp>/
         trace.json      the failing program, replayable without Hypothesis
         minimal.json    the same failure with steps deleted (`ci/replay/minimize.py`)
+        repro.rs        the minimized trace (else the trace) as a self-contained Rust
+                        test of the crate (`ci/replay/rust/`), or why it cannot be one
         program.py      the program Hypothesis printed (`state = AffinityMachine()` ...)
         failure.txt     the whole failure: message, notes, traceback, captured output
         meta.json       test, machine, system under test, failing check, profile
@@ -13,7 +15,8 @@ this pytest plugin (loaded with `-p ci.replay.artifacts`) writes
                         versions, the `@reproduce_failure` blob and the seed if any
     <root>/<test>/latest -> <utc-stamp>
 
-and ends the pytest log with `python -m ci.replay <root>/<test>/<stamp>`. The root
+and ends the pytest log with `python -m ci.replay <root>/<test>/<stamp>`, followed
+by `# as a Rust test: <root>/<test>/<stamp>/repro.rs`. The root
 is `ci/artifacts/` unless `VERIFY_ARTIFACTS_DIR` names another (the gate sets
 it). The stamp is the only wall-clock read in the suite, made here and nowhere
 else; tests pass their own stamp or do not depend on its value.
@@ -53,6 +56,7 @@ STAMP_ATTEMPTS_MAX: Final[int] = 100
 GIT_TIMEOUT_S: Final[int] = 10
 REPLAY_PROPERTY: Final[str] = "replay"
 MINIMAL_FILE: Final[str] = "minimal.json"
+REPRO_FILE: Final[str] = "repro.rs"
 MINIMIZE_STEPS_MAX: Final[int] = 2_000
 """Longer failing programs are not minimized when the artifact is written."""
 MINIMIZE_REPLAYS_MAX: Final[int] = 500
@@ -231,6 +235,16 @@ def artifact_replay(folder: Path) -> str:
     return replay_command(target, str(meta.get("sut", "")))
 
 
+def artifact_repro(folder: Path) -> str:
+    """`# as a Rust test: <folder>/repro.rs`: the line after the replay line."""
+    repro = folder / REPRO_FILE
+    try:
+        shown = repro.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        shown = repro.resolve()
+    return f"# as a Rust test: {shown}"
+
+
 def _new_folder(test_dir: Path, stamp: str) -> Path:
     """A fresh `<stamp>` folder (suffixed if a failure already took that stamp)."""
     for attempt in range(STAMP_ATTEMPTS_MAX):
@@ -265,6 +279,30 @@ def _write_minimal(trace: Trace, factory: Factory, folder: Path) -> int | None:
         return None
     save(minimal, folder / MINIMAL_FILE)
     return len(minimal.steps)
+
+
+def _write_repro(folder: Path) -> None:
+    """Write `repro.rs`: the minimized trace (else the trace) as a Rust test.
+
+    A trace the target crate cannot express (the manual clock on a crate
+    without one) leaves a `repro.rs` that says why, in one comment line.
+    """
+    from ci.replay.envelope import trace_path  # noqa: PLC0415 - on failure only
+    from ci.replay.rust.emit import (  # noqa: PLC0415 - idem
+        ExportError,
+        export,
+        export_name,
+        probed_capabilities,
+    )
+    from ci.replay.trace import load  # noqa: PLC0415 - idem
+
+    minimal = folder / MINIMAL_FILE
+    source = minimal if minimal.is_file() else trace_path(folder)
+    try:
+        text = export(load(source), export_name(source), probed_capabilities)
+    except ExportError as error:
+        text = f"// {source.name} cannot be written as a Rust test: {error}\n"
+    (folder / REPRO_FILE).write_text(text, encoding="utf-8")
 
 
 def sut_label(subject: str, factory: object) -> str:
@@ -314,6 +352,7 @@ def write_artifact(
     trace = kind_of(subject).record_harness(harness, description)
     save(trace, folder)
     minimal_steps = _write_minimal(trace, harness.factory, folder)
+    _write_repro(folder)
 
     reproduction = reproductions(failure_text)[0]
     program = program_lines(notes)
@@ -326,6 +365,7 @@ def write_artifact(
             f"# A {minimal_steps}-step version: "
             + replay_command(folder / MINIMAL_FILE, sut)
         )
+    header.append(f"# The same as a Rust test of the crate: {REPRO_FILE}")
     if reproduction.decorator is not None:
         header.append(
             f"# Rerun it under Hypothesis {reproduction.hypothesis_version}: "
@@ -440,7 +480,9 @@ def pytest_runtest_makereport(
         report.capstdout,
         profile=profile if isinstance(profile, str) else None,
     )
-    commands = [artifact_replay(folder) for folder in folders]
+    commands = [
+        f"{artifact_replay(folder)}\n{artifact_repro(folder)}" for folder in folders
+    ]
     for command in commands:
         report.user_properties.append((REPLAY_PROPERTY, command))
     report.sections.append(("counterexample artifacts", "\n".join(commands)))
@@ -456,6 +498,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     """End the log with one pasteable replay line per counterexample.
+
+    Each is followed by a comment line naming the counterexample's `repro.rs`.
 
     `pytest_unconfigure` runs after the session's final summary line, so these
     really are the last lines a developer sees.

@@ -1,6 +1,7 @@
 """Replay a trace against the model and a system under test, step by step.
 
     python -m ci.replay PATH [--sut native|model] [--canary NAME]
+    python -m ci.replay PATH --emit rust [--out FILE]
 
 PATH is a trace file or an artifact folder (its `trace.json`). Traces of either
 subject (the affinity table, the policy queue) replay alike: the program runs
@@ -19,6 +20,11 @@ that cannot be built), reported as one line on stderr.
 
 Steps where today's model answers differently from what the trace recorded
 are listed as notes: the model changed since the recording.
+
+`--emit rust` replays nothing: it writes the trace as one self-contained Rust
+test of the crate (`ci/replay/rust/`) to stdout or `--out FILE`. A trace the
+target crate cannot express (the manual clock on a crate without one) is a
+usage error naming the step and what is missing (exit 2), with no output.
 """
 
 from __future__ import annotations
@@ -36,6 +42,12 @@ from rich.text import Text
 
 from ci.cli import OneLineParser, UsageError
 from ci.replay.envelope import TraceError, crate_version
+from ci.replay.rust.emit import (
+    ExportError,
+    export,
+    export_name,
+    probed_capabilities,
+)
 from ci.replay.trace import Factory, Trace, TraceKind, load
 from model.errors import (
     AffinityError,
@@ -63,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--sut",
         choices=("native", "model"),
-        default="native",
+        default=None,
         help="system under test: the crate (default) or the model itself",
     )
     parser.add_argument(
@@ -71,6 +83,25 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         default=None,
         help="replay against a deliberately broken system from ci/canaries",
+    )
+    return parser
+
+
+def add_emit_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """`--emit table|rust` and `--out FILE` (this command's, not minimize's)."""
+    parser.add_argument(
+        "--emit",
+        choices=("table", "rust"),
+        default="table",
+        help="table: replay and print the table (default); rust: write the trace "
+        "as a Rust test of the crate instead",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        metavar="FILE",
+        default=None,
+        help="with --emit rust: write the test to FILE instead of stdout",
     )
     return parser
 
@@ -100,9 +131,11 @@ class Replay:
         return next((v for v in self.verdicts if v.failed), None)
 
 
-def factory_for(kind: TraceKind, sut: str, canary: str | None) -> tuple[Factory, str]:
+def factory_for(
+    kind: TraceKind, sut: str | None, canary: str | None
+) -> tuple[Factory, str]:
     """The system under test and its label; unknown or unbuilt ones are usage errors."""
-    if canary is not None and sut != "native":
+    if canary is not None and sut is not None:
         raise UsageError("--canary replaces --sut; pass one of them")
     if sut == "model":
         return kind.model_factory(), "model"
@@ -266,12 +299,45 @@ def render(result: Replay, console: Console) -> None:
             console.print(f"  invariant {name}: {get(name).statement}", markup=False)
 
 
+def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command line, with `--out` only beside `--emit rust`."""
+    arguments = add_emit_arguments(build_parser()).parse_args(argv)
+    if arguments.out is not None and arguments.emit != "rust":
+        raise UsageError("--out needs --emit rust")
+    return arguments
+
+
+def emit_rust(arguments: argparse.Namespace, trace: Trace) -> str:
+    """The trace as a Rust test; refused combinations are usage errors."""
+    if arguments.sut is not None or arguments.canary is not None:
+        raise UsageError("--emit rust replays nothing: drop --sut and --canary")
+    try:
+        return export(trace, export_name(arguments.path), probed_capabilities)
+    except ExportError as error:
+        raise UsageError(f"cannot export {arguments.path} as Rust: {error}") from None
+
+
+def write_rust(text: str, out: Path | None) -> None:
+    """Print the test, or write it to `out` (its folder made if missing)."""
+    if out is None:
+        sys.stdout.write(text)
+        return
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise UsageError(f"cannot write {out}: {error.strerror}") from None
+
+
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     """Run the command line; return the exit status."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
-        arguments = build_parser().parse_args(argv)
+        arguments = parse_arguments(argv)
         trace = load(arguments.path)
+        if arguments.emit == "rust":
+            write_rust(emit_rust(arguments, trace), arguments.out)
+            return EXIT_AGREE
         factory, label = factory_for(trace.kind, arguments.sut, arguments.canary)
         result = replay(trace, factory, label)
     except (UsageError, TraceError) as error:

@@ -1,0 +1,1 @@
+"""Traces exported as self-contained Rust tests of the crate (`--emit rust`)."""
