@@ -79,6 +79,7 @@ from model.affinity.ops import (
 )
 from model.affinity.types import (
     ENTRIES_MAX_DEFAULT,
+    REAPER_PERIOD_NS_MAX,
     SESSION_ID_BYTES_MAX_DEFAULT,
     U32_MAX,
     U64_MAX,
@@ -744,7 +745,7 @@ class AffinityWriter:
         if self.manual:
             self._declare_manual_table(built)
             return
-        period_ns = min(config.ttl_ns, 30_000_000_000)
+        period_ns = min(config.ttl_ns, REAPER_PERIOD_NS_MAX)
         self.test.declare(
             f'let table = SessionAffinity::with_config({built}).expect("a table");',
             (

@@ -37,7 +37,7 @@ from ci.replay.rust.emit import CRATE, TOKIO_FEATURES
 IMPL: Final[Path] = Path(__file__).resolve().parents[3] / "impl"
 WORK_FOLDER: Final[str] = "rust-export"
 TEST_TARGET: Final[str] = "exports"
-CARGO_TIMEOUT_S: Final[int] = 3_600
+CARGO_TIMEOUT_S: Final[int] = 60 * 60
 """A cold build compiles the crate and its dependencies: minutes on two cores."""
 _RESULT = re.compile(
     r"test result: \w+\. (?P<passed>\d+) passed; (?P<failed>\d+) failed"

@@ -136,7 +136,7 @@ def one_line(text: str) -> str:
 
 
 def rust_string(text: str) -> str:
-    """A Rust string literal (UTF-8 kept, quotes and controls escaped)."""
+    """A Rust string literal (UTF-8 kept; quotes and unprintables escaped)."""
     escaped = []
     for char in text:
         if char in {'"', "\\"}:
@@ -145,7 +145,7 @@ def rust_string(text: str) -> str:
             escaped.append("\\n")
         elif char == "\t":
             escaped.append("\\t")
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
+        elif not char.isprintable():  # controls, separators: by code point
             escaped.append(f"\\u{{{ord(char):x}}}")
         else:
             escaped.append(char)
