@@ -348,8 +348,12 @@ def soak(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
     artifacts = folder / "artifacts"
     print(f"soak: {arguments.seeds} seeds -> {folder / REPORT_FILE}", flush=True)
 
+    stopping = threading.Event()
+
     def one(seed: int) -> None:
         result = run_seed(seed, targets, config, artifacts)
+        if stopping.is_set():  # ended by the interruption: not a verdict
+            return
         with state.lock:
             state.seeds.append(result)
             _write(folder, report(state, complete=False))
@@ -368,8 +372,11 @@ def soak(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
         for done in [pool.submit(one, seed) for seed in seeds]:
             done.result()
     except KeyboardInterrupt:
+        stopping.set()
         pool.shutdown(wait=False, cancel_futures=True)
         runner.stop_all()
+        with state.lock:
+            _write(folder, report(state, complete=False))
         print(
             f"interrupted; the report so far: {folder / REPORT_FILE}", file=sys.stderr
         )
