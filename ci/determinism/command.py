@@ -35,8 +35,9 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
+from ci.cli import OneLineParser, UsageError, positive_int
 from ci.profiles import EXAMPLES
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
@@ -62,25 +63,6 @@ EXIT_DIFFERENT: Final[int] = 1
 EXIT_USAGE: Final[int] = 2
 
 
-class UsageError(Exception):
-    """The check cannot run; the message is the one line to print."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
-
-
 def _hash_seeds(text: str) -> tuple[str, str]:
     parts = text.split(",")
     valid = len(parts) == 2 and all(
@@ -95,11 +77,13 @@ def _hash_seeds(text: str) -> tuple[str, str]:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
-    parser = _Parser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
+    parser = OneLineParser(
+        prog=f"python -m {PROG}", description=__doc__.splitlines()[0]
+    )
     parser.add_argument("--targets", default=DEFAULT_TARGETS, help="passing sample")
     parser.add_argument("--failing", default="", help="targets that must fail")
-    parser.add_argument("--seed", type=_positive, default=DEFAULT_SEED)
-    parser.add_argument("--examples", type=_positive, default=DEFAULT_EXAMPLES)
+    parser.add_argument("--seed", type=positive_int, default=DEFAULT_SEED)
+    parser.add_argument("--examples", type=positive_int, default=DEFAULT_EXAMPLES)
     parser.add_argument("--hash-seeds", type=_hash_seeds, default=("0", "1"))
     parser.add_argument("--artifacts", type=Path, default=None)
     return parser

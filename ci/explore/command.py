@@ -44,12 +44,13 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, NoReturn, get_args
+from typing import Any, Literal, get_args
 
 from rich.console import Console
 from rich.table import Table
 
 from ci.canaries.affinity import MODEL_CANARIES
+from ci.cli import OneLineParser, UsageError
 from ci.explore import queue_graph
 from ci.explore.coverage import (
     Coverage,
@@ -646,17 +647,6 @@ def _picture(console: Console) -> int:
 # ---- command line ------------------------------------------------------------
 
 
-class UsageError(Exception):
-    """Bad arguments; the message is the one line to print."""
-
-
-class _Parser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line and a `UsageError`."""
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
 COMMANDS = (
     "update_counts",
     "bench",
@@ -671,7 +661,7 @@ AFFINITY_ONLY = ("replay", "counterexamples", "picture")
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The parsed command line; `UsageError` (one line) for bad arguments."""
-    parser = _Parser(prog="python -m ci.explore")
+    parser = OneLineParser(prog="python -m ci.explore")
     parser.add_argument("--subject", choices=SUBJECTS, default="affinity")
     parser.add_argument("--bound", action="append", metavar="NAME")
     command = parser.add_mutually_exclusive_group()

@@ -49,8 +49,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
+from ci.cli import OneLineParser, UsageError, positive_int
 from ci.profiles import EXAMPLES, STEPS_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
@@ -84,15 +85,6 @@ EXIT_USAGE: Final[int] = 2
 _DURATION = re.compile(r"^(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+)s?)?$")
 
 
-class UsageError(Exception):
-    """The fuzzer cannot run; the message is the one line to print."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
 def duration_s(text: str) -> float:
     """Seconds in `90`, `90s`, `10m`, `2h` or `1h30m`."""
     match = _DURATION.match(text.strip())
@@ -107,16 +99,6 @@ def duration_s(text: str) -> float:
     return float(total)
 
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
-
-
 def _seconds(text: str) -> float:
     try:
         value = float(text)
@@ -129,9 +111,11 @@ def _seconds(text: str) -> float:
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
-    parser = _Parser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
+    parser = OneLineParser(
+        prog=f"python -m {PROG}", description=__doc__.splitlines()[0]
+    )
     mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--workers", type=_positive, help="worker processes here")
+    mode.add_argument("--workers", type=positive_int, help="worker processes here")
     mode.add_argument("--replay", metavar="TARGET", help="replay TARGET's failure")
     parser.add_argument("--redis", metavar="URL", help="shared Redis example database")
     parser.add_argument(
@@ -139,9 +123,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--for", dest="for_s", type=duration_s, default=None)
     parser.add_argument("--targets", default=",".join(CRATE_TARGETS))
-    parser.add_argument("--examples", type=_positive, default=EXAMPLES["fuzz"])
-    parser.add_argument("--steps", type=_positive, default=STEPS_PER_PROGRAM["fuzz"])
-    parser.add_argument("--batches", type=_positive, default=None, help="per worker")
+    parser.add_argument("--examples", type=positive_int, default=EXAMPLES["fuzz"])
+    parser.add_argument("--steps", type=positive_int, default=STEPS_PER_PROGRAM["fuzz"])
+    parser.add_argument("--batches", type=positive_int, default=None, help="per worker")
     parser.add_argument("--seed", type=int, default=None, help="derive batch seeds")
     parser.add_argument(
         "--progress-every", type=_seconds, default=PROGRESS_EVERY_S, metavar="SECONDS"

@@ -35,10 +35,11 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Final, NoReturn
+from typing import Any, Final
 
 import hypothesis
 
+from ci.cli import OneLineParser, UsageError, positive_int
 from ci.profiles import EXAMPLES, STEPS_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
@@ -63,35 +64,18 @@ EXIT_ALARM: Final[int] = 1
 EXIT_USAGE: Final[int] = 2
 
 
-class UsageError(Exception):
-    """The soak cannot run; the message is the one line to print."""
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(message)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
-    parser = _Parser(prog=f"python -m {PROG}", description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", type=_positive, required=True)
-    parser.add_argument("--first-seed", type=_positive, default=1)
+    parser = OneLineParser(
+        prog=f"python -m {PROG}", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--seeds", type=positive_int, required=True)
+    parser.add_argument("--first-seed", type=positive_int, default=1)
     parser.add_argument("--profile", choices=PROFILES, default="ci")
-    parser.add_argument("--jobs", "-j", type=_positive, default=2)
+    parser.add_argument("--jobs", "-j", type=positive_int, default=2)
     parser.add_argument("--targets", default=",".join(CRATE_TARGETS))
     parser.add_argument(
-        "--examples", type=_positive, default=None, help="examples per test"
+        "--examples", type=positive_int, default=None, help="examples per test"
     )
     parser.add_argument("--artifacts", type=Path, default=None)
     parser.add_argument("--no-recheck", dest="recheck", action="store_false")
