@@ -32,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, get_args
 
-from ci.replay.codec import OpCodec
+from ci.replay.codec import Codec, OpCodec, outcome_codec
 from ci.replay.envelope import (
     TraceError,
     expect_int,
@@ -291,27 +291,8 @@ def decode_value(value: object, where: str) -> Value:
         ) from None
 
 
-def encode_outcome(outcome: Outcome) -> dict[str, Any]:
-    """`{"value": ..., "error": kind or null, "message": text}`."""
-    return {
-        "value": encode_value(outcome.value),
-        "error": outcome.error,
-        "message": outcome.message,
-    }
-
-
-def decode_outcome(value: object, where: str) -> Outcome:
-    """An `Outcome`; an error outcome carries a null value."""
-    raw = expect_object(value, where, frozenset({"value", "error", "message"}))
-    error = expect_optional(raw["error"], f"{where}.error", expect_str)
-    decoded = decode_value(raw["value"], f"{where}.value")
-    if error is not None and decoded is not None:
-        raise TraceError(where, "an outcome with an error has a null value")
-    return Outcome(
-        value=decoded,
-        error=error,
-        message=expect_str(raw["message"], f"{where}.message"),
-    )
+OUTCOMES: Final[Codec] = outcome_codec(encode_value, decode_value, Outcome)
+"""A step's outcome as JSON and back."""
 
 
 # ---- projection --------------------------------------------------------------
@@ -425,7 +406,7 @@ class AffinityKind(TraceKind):
     noun = "table"
     setup_keys = SUBJECT_KEYS
     ops = OPS
-    outcomes = (encode_outcome, decode_outcome)
+    outcomes = OUTCOMES
     projections = (encode_projection, decode_projection)
 
     def encode_setup(self, setup: AffinitySetup) -> dict[str, Any]:

@@ -176,3 +176,31 @@ class OpCodec:
             for field, _, decode in spec
         }
         return self.by_name[name](**arguments)
+
+
+def outcome_codec(
+    encode_value: Encoder, decode_value: Decoder, outcome: Callable[..., Any]
+) -> Codec:
+    """A step's outcome as `{"value": ..., "error": kind or null, "message": text}`.
+
+    `outcome(value=, error=, message=)` builds the subject's outcome type; an
+    outcome with an error carries a null value.
+    """
+
+    def encode(result: Any) -> dict[str, Any]:
+        return {
+            "value": encode_value(result.value),
+            "error": result.error,
+            "message": result.message,
+        }
+
+    def decode(value: object, where: str) -> Any:
+        raw = expect_object(value, where, frozenset({"value", "error", "message"}))
+        error = expect_optional(raw["error"], f"{where}.error", expect_str)
+        decoded = decode_value(raw["value"], f"{where}.value")
+        if error is not None and decoded is not None:
+            raise TraceError(where, "an outcome with an error has a null value")
+        message = expect_str(raw["message"], f"{where}.message")
+        return outcome(value=decoded, error=error, message=message)
+
+    return encode, decode

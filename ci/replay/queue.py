@@ -35,7 +35,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ci.replay.codec import Codec, OpCodec, codec_for, dataclass_codec
+from ci.replay.codec import (
+    Codec,
+    OpCodec,
+    codec_for,
+    dataclass_codec,
+    outcome_codec,
+)
 from ci.replay.envelope import (
     TraceError,
     expect_bool,
@@ -174,27 +180,8 @@ def decode_value(value: object, where: str) -> QueueValue:
     return decoded
 
 
-def encode_outcome(outcome: QueueOutcome) -> dict[str, Any]:
-    """`{"value": ..., "error": kind or null, "message": text}`."""
-    return {
-        "value": encode_value(outcome.value),
-        "error": outcome.error,
-        "message": outcome.message,
-    }
-
-
-def decode_outcome(value: object, where: str) -> QueueOutcome:
-    """A `QueueOutcome`; an outcome with an error carries a null value."""
-    raw = expect_object(value, where, frozenset({"value", "error", "message"}))
-    error = expect_optional(raw["error"], f"{where}.error", expect_str)
-    decoded = decode_value(raw["value"], f"{where}.value")
-    if error is not None and decoded is not None:
-        raise TraceError(where, "an outcome with an error has a null value")
-    return QueueOutcome(
-        value=decoded,
-        error=error,
-        message=expect_str(raw["message"], f"{where}.message"),
-    )
+OUTCOMES: Final[Codec] = outcome_codec(encode_value, decode_value, QueueOutcome)
+"""A step's outcome as JSON and back."""
 
 
 # ---- projection --------------------------------------------------------------
@@ -366,7 +353,7 @@ class QueueKind(TraceKind):
     noun = "queue"
     setup_keys = SUBJECT_KEYS
     ops = OPS
-    outcomes = (encode_outcome, decode_outcome)
+    outcomes = OUTCOMES
     projections = (encode_projection, decode_projection)
 
     def encode_setup(self, setup: ProfileSpec) -> dict[str, Any]:
