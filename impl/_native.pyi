@@ -123,3 +123,50 @@ class PolicyQueueTable:
     # Only in builds with feature `queue-recheck` (see HAS_QUEUE_RECHECK).
     def recheck_worker(self, worker: _Worker) -> None: ...
     def recheck_all_workers(self) -> None: ...
+
+CONCURRENT_THREADS_MAX: int
+CONCURRENT_OPS_MAX: int
+
+def run_concurrent_affinity(
+    ttl_ns: int,
+    soft: bool,
+    max_entries: int,
+    max_session_id_bytes: int,
+    sequence_offset: int,
+    programs: list[
+        list[
+            tuple[
+                str,
+                str,
+                tuple[int, int | None] | None,
+                int,
+                tuple[int, int] | None,
+                int,
+            ]
+        ]
+    ],
+    schedule_seed: int,
+    sessions: list[str],
+    canary: str | None = None,
+) -> tuple[
+    list[
+        tuple[
+            int,
+            int,
+            int,
+            int,
+            tuple[
+                str,
+                str,
+                tuple[int, int | None] | None,
+                int | None,
+                tuple[int, int] | None,
+                int,
+            ],
+            tuple[str, tuple[int, int | None] | None, int | None],
+        ]
+    ],
+    int,
+    int,
+    list[tuple[str, int | None]],
+]: ...

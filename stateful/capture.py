@@ -7,6 +7,11 @@ hands its harness to `track` (from `build`) and the first failing step to
 shrinking tests read the result with `final_runs()`; everything else pays one
 attribute lookup per program.
 
+Concurrent histories (`stateful/test_concurrent_affinity.py`) are not
+programs Hypothesis can replay exactly: threads interleave anew on every run.
+A failing one is handed to `capture_history` when it is seen; the last one
+(from the smallest program Hypothesis found) becomes the artifact.
+
 Only this module and the artifact writer know about Hypothesis' final replay;
 traces themselves never do.
 """
@@ -21,6 +26,7 @@ from hypothesis.control import current_build_context
 from hypothesis.errors import InvalidArgument
 
 if TYPE_CHECKING:
+    from model.affinity.history import History
     from stateful.harness import Harness, StepReport
 
 FINAL_RUNS_MAX: Final[int] = 64
@@ -49,7 +55,18 @@ class FinalRun:
     failed: FailedCheck | None = field(default=None)
 
 
+@dataclass(frozen=True)
+class FailedHistory:
+    """A concurrent history that failed a check, as it was recorded."""
+
+    history: History
+    check: str  # the check that failed, e.g. "linearizable"
+    reading: str  # how replica updates were read (see stateful.concurrent_affinity)
+    settings: dict[str, Any]
+
+
 _final_runs: list[FinalRun] = []
+_failed_histories: list[FailedHistory] = []
 
 
 def in_final_run() -> bool:
@@ -113,11 +130,24 @@ def capture(rule: str, report: StepReport[Any]) -> None:
     )
 
 
+def capture_history(history: History, check: str, reading: str) -> None:
+    """Remember a failing concurrent history; the latest replaces the earlier."""
+    _failed_histories[:] = [
+        FailedHistory(history, check, reading, effective_settings())
+    ]
+
+
+def failed_histories() -> tuple[FailedHistory, ...]:
+    """The failing history remembered since the last `reset`, if any."""
+    return tuple(_failed_histories)
+
+
 def final_runs() -> tuple[FinalRun, ...]:
     """The final replays seen since the last `reset`, in order."""
     return tuple(_final_runs)
 
 
 def reset() -> None:
-    """Forget every final replay (before each test)."""
+    """Forget every final replay and failing history (before each test)."""
     _final_runs.clear()
+    _failed_histories.clear()

@@ -10,7 +10,9 @@ Record kinds:
 * `machine`: a differential machine's run -- steps, rules run of all rules,
   coverage goals reached of all goals, invariant evaluations;
 * `shrink`: a canary's shrunk and minimized counterexample lengths and bounds;
-* `coverage`: the share of a bounded graph's states and edges a machine took.
+* `coverage`: the share of a bounded graph's states and edges a machine took;
+* `concurrency`: concurrent histories checked for linearizability -- how
+  many, how long, on how many threads, and the search states it took.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ STATS_ENV: Final[str] = "VERIFY_STATS_DIR"
 RECORDS_MAX: Final[int] = 10_000
 _UNSAFE: Final[re.Pattern[str]] = re.compile(r"[^A-Za-z0-9_.-]+")
 
-Kind = Literal["machine", "shrink", "coverage"]
+Kind = Literal["machine", "shrink", "coverage", "concurrency"]
 
 
 class MachineStats(Protocol):

@@ -30,6 +30,7 @@ import platform
 import re
 import subprocess
 import traceback
+import typing
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
     from collections.abc import Generator
 
     from ci.replay.trace import Factory, Trace
-    from stateful.capture import FinalRun
+    from stateful.capture import FailedHistory, FinalRun
 
 ARTIFACTS_ENV: Final[str] = "VERIFY_ARTIFACTS_DIR"
 REPO_ROOT: Final[Path] = Path(__file__).resolve().parents[2]
@@ -238,6 +239,8 @@ def artifact_replay(folder: Path) -> str:
 def artifact_repro(folder: Path) -> str:
     """`# as a Rust test: <folder>/repro.rs`: the line after the replay line."""
     repro = folder / REPRO_FILE
+    if not repro.is_file():  # a concurrent history has no Rust export
+        return f"# the whole history: {folder / 'history.json'}"
     try:
         shown = repro.resolve().relative_to(Path.cwd().resolve())
     except ValueError:
@@ -452,6 +455,54 @@ def write_artifacts(
     return folders
 
 
+def write_history_artifact(
+    failed: FailedHistory,
+    test: str,
+    failure_text: str,
+    *,
+    root: Path | None = None,
+    stamp: str | None = None,
+    profile: str | None = None,
+) -> Path:
+    """A failing concurrent history's folder: whole, shortest prefix, metadata."""
+    from ci.replay.history import READINGS, write_failure  # noqa: PLC0415
+    from stateful.concurrent_affinity import ReplicaApply  # noqa: PLC0415
+
+    test_dir = (root or artifacts_root()) / folder_name_for(test)
+    folder = _new_folder(test_dir, stamp or utc_stamp())
+    history = failed.history
+    description = (
+        f"Concurrent history from {test}: {history.threads} threads, "
+        f"{len(history.events)} calls, failed {failed.check}."
+    )
+    assert failed.reading in READINGS, failed.reading
+    reading = typing.cast("ReplicaApply", failed.reading)
+    minimal, cut = write_failure(history, folder, description, reading)
+    (folder / "failure.txt").write_text(failure_text)
+    commit, dirty = git_state()
+    meta = {
+        "test": test,
+        "subject": "affinity-history",
+        "sut": "native",
+        "stamp": folder.name,
+        "replay": replay_command(minimal),
+        "calls": len(history.events),
+        "minimal_calls": len(cut.events),
+        "threads": history.threads,
+        "failing_check": {"check": failed.check, "reading": reading},
+        "profile": {"name": profile_name(profile)} | failed.settings,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "hypothesis_version": hypothesis.__version__,
+        "python_version": platform.python_version(),
+    } | crate_versions()
+    (folder / "meta.json").write_text(
+        json.dumps(meta, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    )
+    _point_latest(test_dir, folder)
+    return folder
+
+
 # ---- the pytest plugin -------------------------------------------------------
 
 _replay_lines: list[str] = []
@@ -469,17 +520,22 @@ def pytest_runtest_makereport(
     """After a failed test that tracked a final replay, write its artifacts."""
     report = yield
     runs = capture.final_runs()
-    if call.when != "call" or call.excinfo is None or not report.failed or not runs:
+    histories = capture.failed_histories()
+    failed = call.when == "call" and call.excinfo is not None and report.failed
+    if not failed or not (runs or histories):
         return report
+    assert call.excinfo is not None
     capture.reset()
-    profile = item.config.getoption("hypothesis_profile", default=None)
+    option = item.config.getoption("hypothesis_profile", default=None)
+    profile = option if isinstance(option, str) else None
     folders = write_artifacts(
-        runs,
-        item.nodeid,
-        call.excinfo.value,
-        report.capstdout,
-        profile=profile if isinstance(profile, str) else None,
+        runs, item.nodeid, call.excinfo.value, report.capstdout, profile=profile
     )
+    text = "".join(traceback.format_exception(call.excinfo.value))
+    folders += [
+        write_history_artifact(each, item.nodeid, text, profile=profile)
+        for each in histories
+    ]
     commands = [
         f"{artifact_replay(folder)}\n{artifact_repro(folder)}" for folder in folders
     ]

@@ -3,7 +3,9 @@
     python -m ci.replay PATH [--sut native|model] [--canary NAME]
     python -m ci.replay PATH --emit rust [--out FILE]
 
-PATH is a trace file or an artifact folder (its `trace.json`). Traces of either
+PATH is a trace file or an artifact folder (its `trace.json`), or a concurrent
+history (`ci/replay/history.py`; a folder holding one: its `minimal.json`),
+which is checked again for linearizability against the model. Traces of either
 subject (the affinity table, the policy queue) replay alike: the program runs
 through the subject's `stateful.harness.Harness`, the very step the machines
 use -- the same operations, the same observations after each step, the same
@@ -41,6 +43,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ci.cli import OneLineParser, UsageError
+from ci.replay import history
 from ci.replay.envelope import TraceError, crate_version
 from ci.replay.rust.emit import (
     ExportError,
@@ -329,11 +332,35 @@ def write_rust(text: str, out: Path | None) -> None:
         raise UsageError(f"cannot write {out}: {error.strerror}") from None
 
 
+def replay_history(
+    arguments: argparse.Namespace, console: Console | None
+) -> int | None:
+    """Check a concurrent history again, if PATH is one; else None."""
+    file = history.minimal_file(arguments.path)
+    if file is None:
+        return None
+    if arguments.sut is not None or arguments.canary is not None:
+        raise UsageError(
+            "a concurrent history is checked against the model only: "
+            "drop --sut and --canary"
+        )
+    if arguments.emit == "rust":
+        raise UsageError("a concurrent history has no Rust export (threads)")
+    found = history.load(file)
+    out = console or Console(
+        width=None if sys.stdout.isatty() else CONSOLE_WIDTH_MIN, highlight=False
+    )
+    return EXIT_AGREE if history.replay(found, out) else EXIT_DIVERGED
+
+
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
     """Run the command line; return the exit status."""
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
         arguments = parse_arguments(argv)
+        checked = replay_history(arguments, console)
+        if checked is not None:
+            return checked
         trace = load(arguments.path)
         if arguments.emit == "rust":
             write_rust(emit_rust(arguments, trace), arguments.out)

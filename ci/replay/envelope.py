@@ -10,7 +10,10 @@ Schema version 1, common to every subject (the envelope):
 
     format          "dynamo-verify-trace"
     schema_version  1
-    subject         which component the program drives: "affinity" or "queue"
+    subject         which component the program drives: "affinity" or "queue";
+                    "affinity-history" for a concurrent history of one table
+                    (`ci/replay/history.py`: its steps are the calls threads
+                    made, with their instants, not one program)
     suite_version   this suite's package version
     crate_version   `impl.adapter.CRATE_VERSION`, or "unknown" without the binding
     description     what the program shows, in English
@@ -218,14 +221,22 @@ def write_header(header: Header) -> dict[str, Any]:
     }
 
 
-def read_steps(document: dict[str, Any]) -> list[dict[str, Any]]:
-    """The step objects, checked for shape and numbering 1, 2, 3, ..."""
+def read_steps(
+    document: dict[str, Any],
+    keys: frozenset[str] = STEP_KEYS,
+    optional_keys: frozenset[str] = STEP_OPTIONAL_KEYS,
+) -> list[dict[str, Any]]:
+    """The step objects, checked for shape and numbering 1, 2, 3, ...
+
+    A subject whose steps are not one program's (a concurrent history's
+    calls) names its own step keys.
+    """
     raw = expect_list(document["steps"], "steps")
     if len(raw) > STEPS_MAX:
         raise TraceError("steps", f"{len(raw)} steps exceed the cap of {STEPS_MAX}")
     steps = []
     for position, item in enumerate(raw, start=1):
-        step = expect_object(item, f"step {position}", STEP_KEYS, STEP_OPTIONAL_KEYS)
+        step = expect_object(item, f"step {position}", keys, optional_keys)
         index = expect_int(step["index"], f"step {position}: index")
         if index != position:
             raise TraceError(

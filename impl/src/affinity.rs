@@ -31,15 +31,15 @@ use crate::{Dropped, HandleError, InvalidArgument, ResourceExhausted, guard};
 /// TTLs. Further advances are rejected (clock overflow) before anything runs.
 pub(crate) const CLOCK_NS_MAX: u64 = 2 * 31_536_000 * 1_000_000_000;
 
-type PyTarget = (u64, Option<u32>);
-type PyVersion = (u64, u64);
+pub(crate) type PyTarget = (u64, Option<u32>);
+pub(crate) type PyVersion = (u64, u64);
 type Published = (String, PyTarget, PyVersion);
 
-fn to_target(target: PyTarget) -> AffinityTarget {
+pub(crate) fn to_target(target: PyTarget) -> AffinityTarget {
     AffinityTarget::new(target.0, target.1)
 }
 
-fn from_target(target: AffinityTarget) -> PyTarget {
+pub(crate) fn from_target(target: AffinityTarget) -> PyTarget {
     (target.worker_id, target.dp_rank)
 }
 
@@ -132,7 +132,7 @@ impl Drop for RuntimeAffinityTable {
 
 /// Lets every task that a clock move made ready run before Python regains
 /// control. Bounded: the reaper needs one poll per tick.
-async fn settle() {
+pub(crate) async fn settle() {
     const YIELDS_MAX: usize = 16;
     for _ in 0..YIELDS_MAX {
         tokio::task::yield_now().await;
@@ -140,7 +140,7 @@ async fn settle() {
 }
 
 /// A current-thread Tokio runtime whose clock moves only when told.
-fn paused_runtime() -> PyResult<Runtime> {
+pub(crate) fn paused_runtime() -> PyResult<Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_time()
         .start_paused(true)
@@ -165,7 +165,7 @@ fn latest_instant(from: Instant) -> Instant {
 }
 
 /// `SessionAffinityConfig` from the binding's arguments.
-fn affinity_config(
+pub(crate) fn affinity_config(
     ttl_ns: u64,
     soft: bool,
     max_entries: usize,

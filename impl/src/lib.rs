@@ -13,6 +13,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 
 mod affinity;
+mod concurrent;
 mod queue;
 
 create_exception!(_native, AffinityError, PyException, "Base of the crate's AffinityError.");
@@ -63,5 +64,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("HAS_MANUAL_CLOCK", cfg!(feature = "manual-clock"))?;
     affinity::register(m)?;
     queue::register(m)?;
+    concurrent::register(m)?;
     Ok(())
 }

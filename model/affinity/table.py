@@ -392,6 +392,14 @@ class ModelAffinity:
                 "affinity clock plus TTL exceeds the supported Instant range"
             )
 
+    def reaper_tick(self, at_ns: int) -> None:
+        """The serving reaper's pass on its own: collect what expired by `at_ns`.
+
+        In a concurrent history the reaper is a task beside the callers, so an
+        advance is two steps there: the clock's move, then this pass.
+        """
+        self._reap(at_ns)
+
     def _reap(self, at_ns: int) -> None:
         """Remove every binding expired at `at_ns`."""
         self._last_reap_ns = at_ns

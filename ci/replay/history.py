@@ -1,0 +1,315 @@
+"""Concurrent histories as files: record, read strictly, and check again.
+
+A history file (subject `affinity-history`) keeps one run of many threads
+against one table (`model.affinity.history.History`), or a prefix of it cut
+where it stopped being linearizable. It shares the envelope of
+`ci/replay/envelope.py`; its own keys are
+
+    config         the table's `AffinityConfig`, as in affinity traces
+    threads        how many threads ran
+    census         {"now_ns", "entry_count", "lease_counts": [[id, n|null]...]}
+                   read after every thread finished, or null for a prefix
+    replica_apply  the reading of replica updates checked against:
+                   "observe_first" (the pinned crate's) or "atomic"
+    linearizable   the verdict when the file was written
+
+and each step is one call: {"index", "thread", "program_index", "invoked",
+"returned", "op", "expected"} plus "pending": true for a call that had not
+returned where the history was cut (its "expected" is then what the thread
+would have seen, and is not checked). Operations and outcomes are written as
+in affinity traces, with the driver's handle numbers.
+
+`python -m ci.replay FILE` checks the history again against today's model
+(`stateful.concurrent_affinity`): nothing reruns on the crate, so the verdict
+is reproducible on any machine. It exits 1 when the history is not
+linearizable, whatever the file recorded; the corpus test compares the
+verdict with the recorded one.
+"""
+
+from __future__ import annotations
+
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, get_args
+
+from rich.console import Console
+from rich.table import Table
+
+from ci.replay.affinity import OPS, OUTCOMES, decode_config, encode_config
+from ci.replay.envelope import (
+    Header,
+    TraceError,
+    crate_version,
+    dumps,
+    expect_bool,
+    expect_int,
+    expect_list,
+    expect_object,
+    expect_optional,
+    expect_str,
+    parse,
+    read_header,
+    read_steps,
+    read_text,
+    suite_version,
+    write_header,
+)
+from model.affinity.history import Census, Event, History
+from stateful.concurrent_affinity import (
+    CRATE_REPLICA_APPLY,
+    ReplicaApply,
+    shortest_failure,
+    verdict,
+)
+
+SUBJECT: Final[str] = "affinity-history"
+HISTORY_FILE: Final[str] = "history.json"
+MINIMAL_FILE: Final[str] = "minimal.json"
+SUBJECT_KEYS: Final[frozenset[str]] = frozenset(
+    {"config", "threads", "census", "replica_apply", "linearizable"}
+)
+EVENT_KEYS: Final[frozenset[str]] = frozenset(
+    {"index", "thread", "program_index", "invoked", "returned", "op", "expected"}
+)
+EVENT_OPTIONAL_KEYS: Final[frozenset[str]] = frozenset({"pending"})
+READINGS: Final[tuple[str, ...]] = get_args(ReplicaApply)
+
+
+@dataclass(frozen=True)
+class HistoryFile:
+    """A history, what it is checked against, and what it showed."""
+
+    header: Header
+    history: History
+    replica_apply: ReplicaApply
+    linearizable: bool
+
+
+def is_history(document: object) -> bool:
+    """Whether a parsed file is a history (any other subject is a trace)."""
+    return isinstance(document, dict) and document.get("subject") == SUBJECT
+
+
+def _encode_event(index: int, event: Event) -> dict[str, Any]:
+    encoded = {
+        "index": index,
+        "thread": event.thread,
+        "program_index": event.index,
+        "invoked": event.invoked,
+        "returned": event.returned,
+        "op": OPS.encode(event.call),
+        "expected": OUTCOMES[0](event.outcome),
+    }
+    return encoded | ({"pending": True} if event.pending else {})
+
+
+def to_json(file: HistoryFile) -> dict[str, Any]:
+    """The document, keys sorted when written."""
+    history, census = file.history, file.history.census
+    return (
+        write_header(file.header)
+        | {
+            "config": encode_config(history.config),
+            "threads": history.threads,
+            "census": None
+            if census is None
+            else {
+                "now_ns": census.now_ns,
+                "entry_count": census.entry_count,
+                "lease_counts": [list(pair) for pair in census.lease_counts],
+            },
+            "replica_apply": file.replica_apply,
+            "linearizable": file.linearizable,
+        }
+        | {
+            "steps": [
+                _encode_event(index, event)
+                for index, event in enumerate(history.events, start=1)
+            ]
+        }
+    )
+
+
+def _decode_census(value: object, where: str) -> Census:
+    raw = expect_object(
+        value, where, frozenset({"now_ns", "entry_count", "lease_counts"})
+    )
+    pairs = []
+    for position, item in enumerate(expect_list(raw["lease_counts"], where)):
+        at = f"{where}.lease_counts[{position}]"
+        pair = expect_list(item, at)
+        if len(pair) != 2:
+            raise TraceError(at, "expected [session id, lease count or null]")
+        pairs.append(
+            (expect_str(pair[0], at), expect_optional(pair[1], at, expect_int))
+        )
+    return Census(
+        now_ns=expect_int(raw["now_ns"], f"{where}.now_ns"),
+        entry_count=expect_int(raw["entry_count"], f"{where}.entry_count"),
+        lease_counts=tuple(pairs),
+    )
+
+
+def decode(document: object) -> HistoryFile:
+    """A strict decode: a `TraceError` names the place and the problem."""
+    header = read_header(document, SUBJECT_KEYS)
+    if header.subject != SUBJECT:
+        raise TraceError("subject", f"expected {SUBJECT!r}, got {header.subject!r}")
+    assert isinstance(document, dict)
+    threads = expect_int(document["threads"], "threads")
+    reading = expect_str(document["replica_apply"], "replica_apply")
+    if reading not in READINGS:
+        known = ", ".join(READINGS)
+        raise TraceError("replica_apply", f"unknown reading {reading!r} ({known})")
+    events = []
+    for step in read_steps(document, EVENT_KEYS, EVENT_OPTIONAL_KEYS):
+        at = f"step {step['index']}"
+        thread = expect_int(step["thread"], f"{at}: thread")
+        if not 0 <= thread < threads:
+            raise TraceError(f"{at}: thread", f"{thread} is not one of {threads}")
+        invoked = expect_int(step["invoked"], f"{at}: invoked")
+        returned = expect_int(step["returned"], f"{at}: returned")
+        if returned < invoked:
+            raise TraceError(at, "returned before it was invoked")
+        events.append(
+            Event(
+                thread=thread,
+                index=expect_int(step["program_index"], f"{at}: program_index"),
+                invoked=invoked,
+                returned=returned,
+                call=OPS.decode(step["op"], f"{at}: op"),
+                outcome=OUTCOMES[1](step["expected"], f"{at}: expected"),
+                pending=expect_bool(step.get("pending", False), f"{at}: pending"),
+            )
+        )
+    history = History(
+        config=decode_config(document["config"]),
+        threads=threads,
+        events=tuple(events),
+        census=expect_optional(document["census"], "census", _decode_census),
+    )
+    return HistoryFile(
+        header=header,
+        history=history,
+        replica_apply=typing.cast("ReplicaApply", reading),
+        linearizable=expect_bool(document["linearizable"], "linearizable"),
+    )
+
+
+def minimal_file(path: Path) -> Path | None:
+    """The history file PATH names (a folder: its `minimal.json`), if it is one.
+
+    Only the subject is read here; anything else is left to the caller.
+    """
+    file = path / MINIMAL_FILE if path.is_dir() else path
+    if path.is_dir() and not file.is_file():
+        return None
+    try:
+        document = parse(read_text(file), str(file))
+    except TraceError:
+        return None
+    return file if is_history(document) else None
+
+
+def load(file: Path) -> HistoryFile:
+    """Read a history file strictly."""
+    source = str(file)
+    try:
+        return decode(parse(read_text(file), source))
+    except TraceError as error:
+        raise error.in_file(source) from None
+
+
+def record(
+    history: History,
+    description: str,
+    replica_apply: ReplicaApply = CRATE_REPLICA_APPLY,
+) -> HistoryFile:
+    """A history with today's verdict, ready to write."""
+    header = Header(
+        subject=SUBJECT,
+        description=description,
+        suite_version=suite_version(),
+        crate_version=crate_version(),
+    )
+    found = verdict(history, replica_apply)
+    return HistoryFile(header, history, replica_apply, found.linearizable)
+
+
+def save(file: HistoryFile, path: Path) -> Path:
+    """Write deterministically; return the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dumps(to_json(file)), encoding="utf-8")
+    return path
+
+
+def write_failure(
+    history: History,
+    folder: Path,
+    description: str,
+    replica_apply: ReplicaApply = CRATE_REPLICA_APPLY,
+) -> tuple[Path, History]:
+    """The whole history and its shortest failing prefix, side by side."""
+    save(record(history, description, replica_apply), folder / HISTORY_FILE)
+    minimal = shortest_failure(history, replica_apply)
+    cut = f" Shortest failing prefix: {len(minimal.events)} of {len(history.events)}."
+    path = save(
+        record(minimal, description + cut, replica_apply), folder / MINIMAL_FILE
+    )
+    return path, minimal
+
+
+# ---- the replay --------------------------------------------------------------
+
+
+def show(history: History, title: str) -> Table:
+    """One row per call: thread, instants, operation, result."""
+    table = Table(title=title, title_justify="left")
+    for column in ("#", "thread", "invoked", "returned", "call", "result"):
+        table.add_column(column, overflow="fold")
+    for index, event in enumerate(history.events, start=1):
+        outcome = event.outcome
+        result = (
+            "(pending)" if event.pending else (outcome.error or repr(outcome.value))
+        )
+        table.add_row(
+            str(index),
+            str(event.thread),
+            str(event.invoked),
+            str(event.returned),
+            repr(event.call),
+            result,
+        )
+    return table
+
+
+def replay(file: HistoryFile, console: Console) -> bool:
+    """Check the history again and print it; True when linearizable."""
+    history = file.history
+    found = verdict(history, file.replica_apply)
+    console.print(
+        f"{SUBJECT}: {len(history.events)} calls on {history.threads} threads, "
+        f"replica updates read as {file.replica_apply!r}",
+        markup=False,
+    )
+    console.print(f"  {file.header.description}", markup=False)
+    console.print(show(history, "the history"))
+    if found.undecided:
+        console.print(f"UNDECIDED after {found.explored} search states", markup=False)
+        return False
+    if found.linearizable:
+        order = " -> ".join(
+            f"#{history.events.index(action.event) + 1}{action.part[0]}"
+            for action in found.order
+        )
+        console.print(
+            f"LINEARIZABLE ({found.explored} search states): {order}", markup=False
+        )
+        return True
+    console.print(
+        f"NOT LINEARIZABLE: no order of these calls gives every result seen "
+        f"({found.explored} search states)",
+        markup=False,
+    )
+    return False

@@ -1,0 +1,464 @@
+//! Many callers of one real `SessionAffinity` at once, for the linearizability
+//! check (`stateful/linearizability.py`).
+//!
+//! `run_concurrent_affinity` builds a runtime-clock table under a paused Tokio
+//! clock (as `RuntimeAffinityTable` does), then runs one OS thread per program,
+//! with the GIL released. Every thread enters the table's runtime (so the
+//! crate's `Instant::now()` reads the paused clock), waits at a barrier, and
+//! executes its program; before each call it may yield or spin, as its
+//! schedule seed says, so that runs interleave differently. For every call it
+//! records the invocation and response instants (one shared `SeqCst` counter)
+//! and the result. After every thread has finished it reads `entry_count()` and
+//! `lease_count(id)` of the listed sessions, and only then drops the handles
+//! the threads still hold.
+//!
+//! A program refers to handles by *slot*: the n-th acquisition or join of the
+//! same thread. Which kind of handle a slot holds depends on the interleaving,
+//! so `commit`, `drop`, `invalidate` and `poll` do whatever that kind allows
+//! and are skipped (not recorded) when the slot holds nothing they apply to.
+//!
+//! Time: only thread 0 may `advance`. It moves the paused clock with one
+//! `tokio::time::advance` and then lets the runtime's tasks run, so the
+//! crate's reaper (a task of this runtime) collects concurrently with the
+//! other threads' calls. The recorded result is the clock reached.
+//!
+//! Limits of the binding's own (not the crate's): 1 to `THREADS_MAX` threads,
+//! at most `OPS_MAX` operations per thread, `advance` only on thread 0.
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::task::{Context, Poll, Waker};
+use std::time::Duration;
+
+use dynamo_kv_router::services::selection::affinity::{
+    AcquireStep, AffinityError as CrateError, AffinityInitialization, AffinityLease,
+    AffinityTarget, AffinityVersion, Hold, ReplicaApplyOutcome, SessionAffinity,
+};
+use pyo3::prelude::*;
+use tokio::runtime::Runtime;
+use tokio::sync::futures::OwnedNotified;
+use tokio::time::Instant;
+
+use crate::affinity::{PyTarget, PyVersion, affinity_config, from_target, paused_runtime, settle, to_target};
+use crate::{InvalidArgument, guard};
+
+/// Most threads one history may have.
+const THREADS_MAX: usize = 64;
+/// Most operations one thread's program may have.
+const OPS_MAX: usize = 10_000;
+
+/// One operation of a program: (kind, session, target, slot, version, delta_ns).
+type OpIn = (String, String, Option<PyTarget>, usize, Option<PyVersion>, u64);
+/// The call as made: (kind, session, target, handle, version, now_ns).
+type CallOut = (&'static str, String, Option<PyTarget>, Option<u64>, Option<PyVersion>, u64);
+/// The result: (name, target, new handle).
+type ResultOut = (String, Option<PyTarget>, Option<u64>);
+/// (thread, index in the thread, invoked, returned, call, result).
+type EventOut = (usize, usize, u64, u64, CallOut, ResultOut);
+/// (events, clock reached in ns, entry_count, [(session, lease_count)]).
+type RunOut = (Vec<EventOut>, u64, usize, Vec<(String, Option<usize>)>);
+
+const KINDS: [&str; 9] = [
+    "acquire", "join", "commit", "drop", "invalidate", "poll", "query", "replica", "advance",
+];
+
+/// A Rust value a thread holds in one of its slots.
+enum Held {
+    Init(AffinityInitialization),
+    Bound { target: AffinityTarget, lease: AffinityLease },
+    Lease(AffinityLease),
+    Waiter(Pin<Box<OwnedNotified>>),
+    WaiterDone,
+}
+
+/// A thread's deterministic jitter source (SplitMix64).
+struct Schedule(u64);
+
+impl Schedule {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Nothing, a few yields, or a short spin, chosen by the seed.
+    fn jitter(&mut self) {
+        let roll = self.next();
+        match roll % 8 {
+            0..=3 => {}
+            4 | 5 => (0..=(roll >> 8) % 4).for_each(|_| std::thread::yield_now()),
+            6 => (0..(roll >> 8) % 2_000).for_each(|_| std::hint::spin_loop()),
+            _ => (0..16).for_each(|_| std::thread::yield_now()),
+        }
+    }
+}
+
+fn error_name(error: &CrateError) -> String {
+    match error {
+        CrateError::InvalidArgument(_) => "InvalidArgument",
+        CrateError::ResourceExhausted(_) => "ResourceExhausted",
+        CrateError::Dropped => "Dropped",
+    }
+    .to_string()
+}
+
+fn outcome_name(outcome: ReplicaApplyOutcome) -> &'static str {
+    match outcome {
+        ReplicaApplyOutcome::Inserted => "Inserted",
+        ReplicaApplyOutcome::Refreshed => "Refreshed",
+        ReplicaApplyOutcome::ReplacedExpired => "ReplacedExpired",
+        ReplicaApplyOutcome::ReplacedNewer => "ReplacedNewer",
+        ReplicaApplyOutcome::IgnoredInitializing => "IgnoredInitializing",
+        ReplicaApplyOutcome::IgnoredConflict => "IgnoredConflict",
+        ReplicaApplyOutcome::RejectedSessionId => "RejectedSessionId",
+        ReplicaApplyOutcome::RejectedCapacity => "RejectedCapacity",
+    }
+}
+
+/// Everything one thread shares with the others.
+struct Shared<'a> {
+    table: &'a SessionAffinity,
+    runtime: &'a Runtime,
+    origin: Instant,
+    ticks: &'a AtomicU64,
+    handles: &'a AtomicU64,
+    barrier: &'a Barrier,
+    split_commit: bool,
+}
+
+impl Shared<'_> {
+    fn tick(&self) -> u64 {
+        self.ticks.fetch_add(1, Ordering::SeqCst)
+    }
+
+    fn new_handle(&self) -> u64 {
+        self.handles.fetch_add(1, Ordering::SeqCst)
+    }
+
+    /// The `split_commit` canary: a commit split into an abort and a fresh
+    /// acquisition, with the door open between them.
+    fn split_commit(
+        &self,
+        init: AffinityInitialization,
+        target: AffinityTarget,
+        session: &str,
+    ) -> Result<AffinityLease, CrateError> {
+        drop(init);
+        (0..64).for_each(|_| std::thread::yield_now());
+        match self.table.try_acquire(session, None)? {
+            AcquireStep::Held(Hold::Initialize(again)) => again.commit(target),
+            _ => Err(CrateError::InvalidArgument("split commit lost the session".into())),
+        }
+    }
+
+    /// Runs one program; returns its events and the handles still held.
+    fn run(&self, thread: usize, program: &[OpIn], seed: u64) -> (Vec<EventOut>, Vec<Held>) {
+        let _context = self.runtime.handle().enter();
+        let mut schedule = Schedule(seed ^ (thread as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
+        let mut slots: Vec<Option<(u64, Held)>> = Vec::new();
+        let mut events = Vec::new();
+        self.barrier.wait();
+        for (index, op) in program.iter().enumerate() {
+            schedule.jitter();
+            let outcome = catch_unwind(AssertUnwindSafe(|| self.step(op, &mut slots)));
+            match outcome {
+                Ok(Some((invoked, returned, call, result))) => {
+                    events.push((thread, index, invoked, returned, call, result));
+                }
+                Ok(None) => {}
+                Err(payload) => {
+                    let message = payload
+                        .downcast_ref::<&str>()
+                        .map(|s| (*s).to_string())
+                        .or_else(|| payload.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "non-string panic payload".to_string());
+                    let returned = self.tick();
+                    let call = (
+                        KINDS.iter().find(|k| **k == op.0).copied().unwrap_or("?"),
+                        op.1.clone(),
+                        op.2,
+                        None,
+                        op.4,
+                        op.5,
+                    );
+                    let result = (format!("RustPanic: {message}"), None, None);
+                    events.push((thread, index, returned, returned, call, result));
+                    break;
+                }
+            }
+        }
+        let held = slots.into_iter().flatten().map(|(_, held)| held).collect();
+        (events, held)
+    }
+
+    /// One operation: `None` when the slot holds nothing it applies to.
+    fn step(
+        &self,
+        op: &OpIn,
+        slots: &mut Vec<Option<(u64, Held)>>,
+    ) -> Option<(u64, u64, CallOut, ResultOut)> {
+        let (kind, session, target, slot, version, delta_ns) = op;
+        let session = session.as_str();
+        let plain = |kind: &'static str| (kind, session.to_string(), *target, None, *version, 0);
+        match kind.as_str() {
+            "acquire" => {
+                let invoked = self.tick();
+                let step = self.table.try_acquire(session, target.map(to_target));
+                let (result, held) = match step {
+                    Ok(AcquireStep::Held(Hold::Initialize(init))) => {
+                        (("init".to_string(), None), Some(Held::Init(init)))
+                    }
+                    Ok(AcquireStep::Held(Hold::Bound { target, lease })) => (
+                        ("bound".to_string(), Some(from_target(target))),
+                        Some(Held::Bound { target, lease }),
+                    ),
+                    Ok(AcquireStep::Wait(notified)) => (("wait".to_string(), None), Some(Held::Waiter(notified))),
+                    Err(error) => ((error_name(&error), None), None),
+                };
+                let handle = held.map(|held| (self.new_handle(), held));
+                let new = handle.as_ref().map(|(id, _)| *id);
+                let returned = self.tick();
+                slots.push(handle);
+                Some((invoked, returned, plain("acquire"), (result.0, result.1, new)))
+            }
+            "join" => {
+                let dispatched = to_target((*target)?);
+                let invoked = self.tick();
+                let lease = self.table.join_initializing(session, dispatched);
+                let handle = lease.map(|lease| (self.new_handle(), Held::Lease(lease)));
+                let new = handle.as_ref().map(|(id, _)| *id);
+                let returned = self.tick();
+                slots.push(handle);
+                let name = if new.is_some() { "lease" } else { "none" };
+                Some((invoked, returned, plain("join"), (name.to_string(), None, new)))
+            }
+            "commit" => {
+                let dispatched = to_target((*target)?);
+                let (id, held) = slots.get_mut(*slot)?.take_if(|(_, held)| {
+                    matches!(held, Held::Init(_) | Held::Bound { .. })
+                })?;
+                let invoked = self.tick();
+                let committed = match held {
+                    Held::Init(init) if self.split_commit => self.split_commit(init, dispatched, session),
+                    Held::Init(init) => self.table.commit(Hold::Initialize(init), dispatched),
+                    Held::Bound { target, lease } => self.table.commit(Hold::Bound { target, lease }, dispatched),
+                    _ => unreachable!("kind checked above"),
+                };
+                let (name, new) = match committed {
+                    Ok(lease) => {
+                        let new = self.new_handle();
+                        slots[*slot] = Some((new, Held::Lease(lease)));
+                        ("lease".to_string(), Some(new))
+                    }
+                    Err(error) => (error_name(&error), None),
+                };
+                let returned = self.tick();
+                let call = ("commit", session.to_string(), *target, Some(id), None, 0);
+                Some((invoked, returned, call, (name, None, new)))
+            }
+            "drop" | "invalidate" => {
+                let invalidate = kind == "invalidate";
+                let (id, held) = slots.get_mut(*slot)?.take_if(|(_, held)| match held {
+                    Held::Init(_) => !invalidate,
+                    Held::Bound { .. } | Held::Lease(_) => true,
+                    Held::Waiter(_) | Held::WaiterDone => false,
+                })?;
+                let invoked = self.tick();
+                let name = match held {
+                    Held::Init(init) => {
+                        drop(init);
+                        "abort"
+                    }
+                    Held::Bound { target, lease } if invalidate => {
+                        Hold::Bound { target, lease }.invalidate();
+                        "invalidate"
+                    }
+                    Held::Lease(mut lease) if invalidate => {
+                        lease.invalidate();
+                        "invalidate"
+                    }
+                    other => {
+                        drop(other);
+                        "release"
+                    }
+                };
+                let returned = self.tick();
+                let call = (name, session.to_string(), None, Some(id), None, 0);
+                Some((invoked, returned, call, ("ok".to_string(), None, None)))
+            }
+            "poll" => {
+                let (id, held) = slots.get_mut(*slot)?.as_mut()?;
+                if !matches!(held, Held::Waiter(_) | Held::WaiterDone) {
+                    return None;
+                }
+                let id = *id;
+                let invoked = self.tick();
+                if let Held::Waiter(notified) = held {
+                    let mut context = Context::from_waker(Waker::noop());
+                    if let Poll::Ready(()) = notified.as_mut().poll(&mut context) {
+                        *held = Held::WaiterDone;
+                    }
+                }
+                let done = matches!(held, Held::WaiterDone);
+                let returned = self.tick();
+                let call = ("poll", session.to_string(), None, Some(id), None, 0);
+                Some((invoked, returned, call, (done.to_string(), None, None)))
+            }
+            "query" => {
+                let invoked = self.tick();
+                let found = self.table.query_target(session, target.map(to_target));
+                let returned = self.tick();
+                let result = match found {
+                    Ok(Some(found)) => ("target".to_string(), Some(from_target(found)), None),
+                    Ok(None) => ("none".to_string(), None, None),
+                    Err(error) => (error_name(&error), None, None),
+                };
+                Some((invoked, returned, plain("query"), result))
+            }
+            "replica" => {
+                let (sequence, writer_id) = (*version)?;
+                let replica_target = to_target((*target)?);
+                let invoked = self.tick();
+                let outcome = self.table.apply_replica_update(
+                    session.to_string(),
+                    replica_target,
+                    AffinityVersion { sequence, writer_id },
+                );
+                let returned = self.tick();
+                Some((invoked, returned, plain("replica"), (outcome_name(outcome).to_string(), None, None)))
+            }
+            "advance" => {
+                let invoked = self.tick();
+                let reached = self.runtime.block_on(async {
+                    tokio::time::advance(Duration::from_nanos(*delta_ns)).await;
+                    settle().await;
+                    Instant::now()
+                });
+                let returned = self.tick();
+                let now_ns = u64::try_from(reached.duration_since(self.origin).as_nanos()).unwrap_or(u64::MAX);
+                let call = ("advance", String::new(), None, None, None, now_ns);
+                Some((invoked, returned, call, ("ok".to_string(), None, None)))
+            }
+            _ => unreachable!("kinds validated before the threads start"),
+        }
+    }
+}
+
+/// Refuses a run the binding cannot make, before anything runs.
+fn validate(programs: &[Vec<OpIn>]) -> PyResult<()> {
+    if programs.is_empty() || programs.len() > THREADS_MAX {
+        return Err(InvalidArgument::new_err(format!("between 1 and {THREADS_MAX} programs")));
+    }
+    for (thread, program) in programs.iter().enumerate() {
+        if program.len() > OPS_MAX {
+            return Err(InvalidArgument::new_err(format!("at most {OPS_MAX} operations per program")));
+        }
+        for op in program {
+            if !KINDS.contains(&op.0.as_str()) {
+                return Err(InvalidArgument::new_err(format!("unknown operation {:?}", op.0)));
+            }
+            if op.0 == "advance" && thread != 0 {
+                return Err(InvalidArgument::new_err("only thread 0 may advance the clock"));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Runs `programs` concurrently against one fresh runtime-clock table; see the
+/// module documentation. `sequence_offset` is observed right after
+/// construction (the adapter's sequence pinning). `canary` may name
+/// `split_commit`, a deliberately non-atomic commit.
+#[pyfunction]
+#[pyo3(signature = (ttl_ns, soft, max_entries, max_session_id_bytes, sequence_offset, programs, schedule_seed, sessions, canary=None))]
+#[allow(clippy::too_many_arguments)]
+fn run_concurrent_affinity(
+    py: Python<'_>,
+    ttl_ns: u64,
+    soft: bool,
+    max_entries: usize,
+    max_session_id_bytes: usize,
+    sequence_offset: u64,
+    programs: Vec<Vec<OpIn>>,
+    schedule_seed: u64,
+    sessions: Vec<String>,
+    canary: Option<String>,
+) -> PyResult<RunOut> {
+    validate(&programs)?;
+    let split_commit = match canary.as_deref() {
+        None => false,
+        Some("split_commit") => true,
+        Some(other) => return Err(InvalidArgument::new_err(format!("unknown canary {other:?}"))),
+    };
+    guard(|| {
+        let runtime = paused_runtime()?;
+        let config = affinity_config(ttl_ns, soft, max_entries, max_session_id_bytes);
+        let (table, origin) = runtime.block_on(async {
+            let origin = Instant::now();
+            let table = SessionAffinity::with_config(config);
+            settle().await;
+            (table, origin)
+        });
+        let table = table.map_err(|error| InvalidArgument::new_err(error.to_string()))?;
+        table.observe_replica_sequence(sequence_offset);
+        let ticks = AtomicU64::new(0);
+        let handles = AtomicU64::new(1);
+        let barrier = Barrier::new(programs.len());
+        let shared = Shared {
+            table: &table,
+            runtime: &runtime,
+            origin,
+            ticks: &ticks,
+            handles: &handles,
+            barrier: &barrier,
+            split_commit,
+        };
+        let runs = py.allow_threads(|| {
+            std::thread::scope(|scope| {
+                let workers: Vec<_> = programs
+                    .iter()
+                    .enumerate()
+                    .map(|(thread, program)| {
+                        let shared = &shared;
+                        scope.spawn(move || shared.run(thread, program, schedule_seed))
+                    })
+                    .collect();
+                workers.into_iter().map(|worker| worker.join()).collect::<Vec<_>>()
+            })
+        });
+        let _context = runtime.enter();
+        let mut events = Vec::new();
+        let mut still_held = Vec::new();
+        for run in runs {
+            let (thread_events, held) =
+                run.map_err(|_| crate::RustPanic::new_err("a program thread panicked"))?;
+            events.extend(thread_events);
+            still_held.extend(held);
+        }
+        let now_ns = u64::try_from(runtime.block_on(async { Instant::now() }).duration_since(origin).as_nanos())
+            .unwrap_or(u64::MAX);
+        let entry_count = table.entry_count();
+        let lease_counts = sessions
+            .into_iter()
+            .map(|session| {
+                let count = table.lease_count(&session);
+                (session, count)
+            })
+            .collect();
+        drop(still_held);
+        drop(table);
+        events.sort_by_key(|event| event.2);
+        Ok((events, now_ns, entry_count, lease_counts))
+    })
+}
+
+pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    module.add_function(wrap_pyfunction!(run_concurrent_affinity, module)?)?;
+    module.add("CONCURRENT_THREADS_MAX", THREADS_MAX)?;
+    module.add("CONCURRENT_OPS_MAX", OPS_MAX)?;
+    Ok(())
+}

@@ -1,0 +1,371 @@
+"""Many callers of one affinity table: programs, the model as specification.
+
+A *scenario* is a table configuration, one program per thread and a schedule
+seed. The binding runs the programs on real threads against one table of the
+crate (`impl.adapter.run_concurrent`) and records a `History`; this module
+checks it with `stateful.linearizability.check`, the reference model being
+the sequential specification, and cuts a failing history down to a shortest
+failing sub-history.
+
+Time in a history: only thread 0 advances the clock, and the crate's reaper
+runs beside the other threads. So an `Advance` becomes two actions of thread 0
+in the search: the clock's move, then (when the move lands on a reaper tick)
+the reaper's pass. Programs move the clock in half-periods, so a move never
+passes a tick without landing on it; a history that does is outside the
+specification's domain (`OutOfDomainError`).
+
+Replica updates: the crate observes an update's sequence before it takes the
+session's entry (`Inner::apply_replica_update`, affinity.rs:649-653), so a
+local commit or join between the two takes a version above the update's.
+`ReplicaApply` names both readings; `CRATE_REPLICA_APPLY` is the pinned
+crate's, under which an update is two actions: `observe`, then `call`.
+
+Handles: the driver numbers handles itself; the specification state carries
+the map from the driver's numbers to the model's, extended whenever both sides
+hand out a handle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Final, Literal
+
+from hypothesis import strategies as st
+
+from model.affinity.history import Census, Event, History, ThreadOp, ThreadOpKind
+from model.affinity.ops import (
+    Abort,
+    Advance,
+    ApplyReplica,
+    Commit,
+    Invalidate,
+    Join,
+    Op,
+    Outcome,
+    PollWaiter,
+    Release,
+    outcome_of,
+)
+from model.affinity.table import AffinityState, ModelAffinity, reaper_period_ns
+from model.affinity.types import (
+    SECOND_NS,
+    AffinityConfig,
+    Bound,
+    Initialize,
+    Mode,
+    Target,
+    Version,
+    Wait,
+)
+from stateful.linearizability import SEARCH_STATES_MAX, Verdict, check
+
+TTL_NS: Final[int] = SECOND_NS
+"""Scenarios use a 1 s TTL: the reaper then ticks every second."""
+HALF_PERIOD_NS: Final[int] = reaper_period_ns(TTL_NS) // 2
+SESSIONS: Final[tuple[str, ...]] = ("s0", "s1")
+TARGETS: Final[tuple[Target, ...]] = (Target(1), Target(2), Target(1, 0))
+
+Part = Literal["call", "clock", "reap", "observe"]
+ReplicaApply = Literal["atomic", "observe_first"]
+"""One linearization point per replica update, or two (sequence, then entry)."""
+CRATE_REPLICA_APPLY: Final[ReplicaApply] = "observe_first"
+"""What the pinned crate does (see the module docstring)."""
+
+
+class OutOfDomainError(ValueError):
+    """The history does something the specification does not describe."""
+
+
+@dataclass(frozen=True)
+class Action:
+    """One step of the search: a call, or half of an advance."""
+
+    event: Event
+    part: Part
+
+    @property
+    def thread(self) -> int:
+        """The thread that acted."""
+        return self.event.thread
+
+    @property
+    def invoked(self) -> int:
+        """When the call was invoked."""
+        return self.event.invoked
+
+    @property
+    def returned(self) -> int:
+        """When the call returned."""
+        return self.event.returned
+
+
+def actions_of(
+    history: History, replica_apply: ReplicaApply = CRATE_REPLICA_APPLY
+) -> tuple[Action, ...]:
+    """The search's actions: every call, advances and replica updates split."""
+    period_ns = reaper_period_ns(history.config.ttl_ns)
+    actions: list[Action] = []
+    for event in history.events:
+        call = event.call
+        if isinstance(call, Advance):
+            actions.append(Action(event, "clock"))
+            if call.now_ns % period_ns == 0:
+                actions.append(Action(event, "reap"))
+            continue
+        if isinstance(call, ApplyReplica) and replica_apply == "observe_first":
+            actions.append(Action(event, "observe"))
+        actions.append(Action(event, "call"))
+    return tuple(actions)
+
+
+@dataclass(frozen=True)
+class SpecState:
+    """The model's snapshot and the driver-to-model handle map."""
+
+    table: AffinityState
+    handles: tuple[tuple[int, int], ...]
+
+
+_HANDLE_FIELD: Final[dict[type, str]] = {
+    Commit: "handle",
+    Abort: "handle",
+    Release: "handle",
+    Invalidate: "handle",
+    PollWaiter: "waiter",
+}
+"""Calls on a handle, and the field that names it."""
+
+
+def _with_model_handles(op: Op, handles: dict[int, int]) -> Op | None:
+    """`op` with the driver's handle number replaced by the model's."""
+    field = _HANDLE_FIELD.get(type(op))
+    if field is None:
+        return op
+    driver_handle = getattr(op, field)
+    if driver_handle not in handles:
+        return None
+    renamed: Op = replace(op, **{field: handles[driver_handle]})  # type: ignore[arg-type]
+    return renamed
+
+
+def _new_handles(
+    op: Op, seen: Outcome, modelled: Outcome
+) -> list[tuple[int, int]] | None:
+    """The handles both sides handed out, if the results agree; else None."""
+    if seen.error != modelled.error:
+        return None
+    if seen.error is not None:
+        return []
+    mine, theirs = seen.value, modelled.value
+    match mine:
+        case Initialize(handle) if isinstance(theirs, Initialize):
+            return [(handle, theirs.handle)]
+        case Wait(waiter) if isinstance(theirs, Wait):
+            return [(waiter, theirs.waiter)]
+        case Bound(handle, target) if isinstance(theirs, Bound):
+            return [(handle, theirs.handle)] if target == theirs.target else None
+    if isinstance(op, Join | Commit):  # a lease handle, or no lease
+        if mine is None or theirs is None:
+            return [] if mine is None and theirs is None else None
+        assert isinstance(mine, int)
+        assert isinstance(theirs, int)
+        return [(mine, theirs)]
+    return [] if mine == theirs else None
+
+
+class AffinitySpec:
+    """The reference model as the sequential specification of a history."""
+
+    def __init__(self, config: AffinityConfig, census: Census | None) -> None:
+        """Check against `config`'s model; `census` (if any) must match at the end."""
+        self.config = config
+        self.census = census
+        self.period_ns = reaper_period_ns(config.ttl_ns)
+
+    def initial(self) -> SpecState:
+        """A fresh table and no handles."""
+        return SpecState(ModelAffinity(self.config).state(), ())
+
+    def successors(self, state: SpecState, action: Action) -> list[SpecState]:
+        """Where `action` may lead with the result seen; a pending one may not act."""
+        after = self._step(state, action)
+        if not action.event.pending:
+            return [] if after is None else [after]
+        return [state] if after is None else [state, after]
+
+    def _step(self, state: SpecState, action: Action) -> SpecState | None:
+        """The state after `action`, if the model gives the result seen."""
+        table = state.table
+        call = action.event.call
+        if action.part == "clock":
+            assert isinstance(call, Advance)
+            self._check_clock_move(table.now_ns, call.now_ns)
+            return replace(state, table=replace(table, now_ns=call.now_ns))
+        model = ModelAffinity.from_state(table)
+        if action.part == "reap":
+            model.reaper_tick(table.now_ns)
+            return replace(state, table=model.state())
+        if action.part == "observe":
+            assert isinstance(call, ApplyReplica)
+            if len(call.session_id.encode()) <= self.config.max_session_id_bytes:
+                model.observe_replica_sequence(call.version.sequence)
+            return replace(state, table=model.state())
+        handles = dict(state.handles)
+        op = _with_model_handles(call, handles)
+        if op is None:
+            return None
+        modelled = outcome_of(model, op)
+        if action.event.pending:  # any result: the caller never saw one
+            return SpecState(model.state(), state.handles)
+        added = _new_handles(call, action.event.outcome, modelled)
+        if added is None:
+            return None
+        handles.update(added)
+        return SpecState(model.state(), tuple(sorted(handles.items())))
+
+    def _check_clock_move(self, from_ns: int, to_ns: int) -> None:
+        """Refuse a move the programs never make: back, or past a reaper tick."""
+        last_tick_ns = to_ns // self.period_ns * self.period_ns
+        if to_ns < from_ns or from_ns < last_tick_ns < to_ns:
+            raise OutOfDomainError(
+                f"the clock moves from {from_ns} ns to {to_ns} ns past a reaper tick"
+            )
+
+    def accepts_final(self, state: SpecState) -> bool:
+        """The model's counts and clock equal the census taken after the run."""
+        census = self.census
+        if census is None:
+            return True
+        model = ModelAffinity.from_state(state.table)
+        return (
+            model.now_ns == census.now_ns
+            and model.entry_count() == census.entry_count
+            and all(
+                model.lease_count(session_id) == count
+                for session_id, count in census.lease_counts
+            )
+        )
+
+
+def verdict(
+    history: History,
+    replica_apply: ReplicaApply = CRATE_REPLICA_APPLY,
+    states_max: int = SEARCH_STATES_MAX,
+) -> Verdict[Action]:
+    """Whether `history` is linearizable against the model."""
+    spec = AffinitySpec(history.config, history.census)
+    return check(actions_of(history, replica_apply), spec, states_max)
+
+
+def prefix(history: History, cut: int) -> History:
+    """What had happened by instant `cut`: calls not yet returned are pending."""
+    events = tuple(
+        event if event.returned <= cut else replace(event, pending=True)
+        for event in history.events
+        if event.invoked <= cut
+    )
+    return replace(history, events=events, census=None)
+
+
+def fails(history: History, replica_apply: ReplicaApply) -> bool:
+    """Decidedly not linearizable."""
+    found = verdict(history, replica_apply)
+    return found.decided and not found.linearizable
+
+
+def shortest_failure(
+    history: History, replica_apply: ReplicaApply = CRATE_REPLICA_APPLY
+) -> History:
+    """The shortest prefix of `history` that is not linearizable.
+
+    Prefixes of a linearizable history are linearizable, so the first failing
+    cut is where the history went wrong. If every prefix passes without the
+    census, only the final counts failed: the whole history is returned.
+    """
+    for cut in sorted({event.returned for event in history.events}):
+        candidate = prefix(history, cut)
+        if fails(candidate, replica_apply):
+            return candidate
+    return history
+
+
+# ---- scenarios ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A table configuration, one program per thread, and a schedule seed."""
+
+    config: AffinityConfig
+    programs: tuple[tuple[ThreadOp, ...], ...]
+    schedule_seed: int
+
+    @property
+    def operations(self) -> int:
+        """Program steps over all threads."""
+        return sum(len(program) for program in self.programs)
+
+
+_SLOT_KINDS: Final[tuple[ThreadOpKind, ...]] = (
+    "commit",
+    "commit",
+    "drop",
+    "invalidate",
+    "poll",
+)
+
+
+def _program(draw: st.DrawFn, length: int, *, advances: bool) -> tuple[ThreadOp, ...]:
+    """One thread's program: slot steps refer to its own earlier acquisitions."""
+    ops: list[ThreadOp] = []
+    slots = 0
+    kinds: list[str] = ["acquire", "acquire", "query", "replica", "join"]
+    if advances:
+        kinds.append("advance")
+    for _ in range(length):
+        kind = draw(st.sampled_from([*kinds, *(["slot"] * 3 if slots else [])]))
+        session_id = draw(st.sampled_from(SESSIONS))
+        target = draw(st.sampled_from(TARGETS))
+        if kind == "slot":
+            slot = draw(st.integers(0, slots - 1))
+            slot_kind = draw(st.sampled_from(_SLOT_KINDS))
+            ops.append(ThreadOp(slot_kind, session_id, target, slot))
+        elif kind == "acquire":
+            requested = draw(st.sampled_from([None, None, target]))
+            ops.append(ThreadOp("acquire", session_id, requested))
+            slots += 1
+        elif kind == "join":
+            ops.append(ThreadOp("join", session_id, target))
+            slots += 1
+        elif kind == "query":
+            ops.append(
+                ThreadOp("query", session_id, draw(st.sampled_from([None, target])))
+            )
+        elif kind == "replica":
+            version = Version(draw(st.integers(1, 4)), draw(st.integers(1, 2)))
+            ops.append(ThreadOp("replica", session_id, target, version=version))
+        else:  # advance: by a half-period, so every tick is landed on
+            ops.append(ThreadOp("advance", delta_ns=HALF_PERIOD_NS))
+    return tuple(ops)
+
+
+@st.composite
+def scenarios(draw: st.DrawFn, threads_max: int, ops_max: int) -> Scenario:
+    """Scenarios of 2 to `threads_max` threads with up to `ops_max` steps each."""
+    mode = draw(st.sampled_from([Mode.HARD, Mode.SOFT]))
+    max_entries = draw(st.sampled_from([1, 2, 64]))
+    config = AffinityConfig(ttl_ns=TTL_NS, mode=mode, max_entries=max_entries)
+    threads = draw(st.integers(2, threads_max))
+    programs = tuple(
+        _program(draw, draw(st.integers(1, ops_max)), advances=thread == 0)
+        for thread in range(threads)
+    )
+    seed = draw(st.integers(0, 2**64 - 1))
+    return Scenario(config, programs, seed)
+
+
+Runner = Callable[
+    [AffinityConfig, Sequence[Sequence[ThreadOp]], int, Sequence[str]], History
+]
+"""Runs one scenario's programs (the crate's driver, or a canary's)."""

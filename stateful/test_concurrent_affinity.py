@@ -1,0 +1,95 @@
+"""Many threads against one table of the crate: every history must linearize.
+
+The model is the sequential specification (`stateful.concurrent_affinity`);
+the threads run in the binding with the GIL released. One reading of the
+crate is recorded in the README's Production-under-test table: a replica
+update is two linearization points (`CRATE_REPLICA_APPLY`). The strict xfail
+below fails if the crate ever makes it one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Final
+
+import pytest
+
+from model.affinity.history import History, ThreadOp
+from model.affinity.types import AffinityConfig, Mode, Target, Version
+from stateful.concurrent_affinity import CRATE_REPLICA_APPLY, SESSIONS
+from stateful.concurrent_runs import Tally, check_history, check_scenarios
+
+pytestmark = pytest.mark.native
+
+RACE_ROUNDS: Final[int] = 60
+"""Replica updates in the race scenario (half as many commits race them)."""
+RACE_HISTORIES_MAX: Final[int] = 3_000
+"""Runs of the race scenario before giving up on seeing the race."""
+RACE_HISTORIES_EXPLAINED: Final[int] = 200
+"""Runs of the race scenario that the crate's reading must explain."""
+REPLICA_RACE: Final[str] = (
+    "the crate observes a replica update's sequence before it takes the "
+    "session's entry (Inner::apply_replica_update, affinity.rs:649-653); a "
+    "local commit or join in between takes a version above the update's, and "
+    "the update reports IgnoredConflict where no atomic order allows it"
+)
+
+
+def run_on_crate(
+    config: AffinityConfig, programs: Sequence[Sequence[ThreadOp]], seed: int
+) -> History:
+    """The programs on threads against one table of the pinned crate."""
+    from impl.adapter import run_concurrent  # noqa: PLC0415 - needs the binding
+
+    return run_concurrent(config, programs, seed, SESSIONS)
+
+
+def race_scenario() -> tuple[AffinityConfig, tuple[tuple[ThreadOp, ...], ...]]:
+    """One thread binds and drops a session while another replicates into it."""
+    config = AffinityConfig(ttl_ns=1_000_000_000, mode=Mode.HARD, max_entries=64)
+    binder = tuple(
+        op
+        for slot in range(RACE_ROUNDS // 2)
+        for op in (
+            ThreadOp("acquire", "s0"),
+            ThreadOp("commit", "s0", Target(1), slot),
+            ThreadOp("invalidate", "s0", None, slot),
+        )
+    )
+    replicator = tuple(
+        ThreadOp("replica", "s0", Target(2), version=Version(3 * k + 3, 1))
+        for k in range(RACE_ROUNDS)
+    )
+    return config, (binder, replicator)
+
+
+def test_concurrent_callers_see_a_linearizable_table() -> None:
+    """Every history of generated programs linearizes against the model."""
+    tally = check_scenarios(run_on_crate, "concurrent-affinity")
+    print(tally)
+    assert tally.histories > 0
+
+
+@pytest.mark.xfail(strict=True, reason=REPLICA_RACE)
+def test_a_replica_update_takes_effect_at_one_instant() -> None:
+    """Read as one linearization point, replica updates race local commits."""
+    config, programs = race_scenario()
+    tally = Tally()
+    try:
+        for seed in range(RACE_HISTORIES_MAX):
+            check_history(run_on_crate(config, programs, seed), "atomic", tally)
+    finally:
+        tally.record("replica-race-atomic", "atomic")
+
+
+def test_the_crates_reading_explains_the_replica_race() -> None:
+    """Read as the crate does (sequence first), the race scenario linearizes."""
+    config, programs = race_scenario()
+    tally = Tally()
+    try:
+        for seed in range(RACE_HISTORIES_EXPLAINED):
+            run = run_on_crate(config, programs, seed)
+            check_history(run, CRATE_REPLICA_APPLY, tally)
+    finally:
+        tally.record("replica-race-crate-reading", CRATE_REPLICA_APPLY)
+    assert tally.histories == RACE_HISTORIES_EXPLAINED

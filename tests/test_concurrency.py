@@ -1,0 +1,311 @@
+"""The linearizability check: its search, its files, and the canary it must catch."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from ci.replay import history as history_files
+from ci.replay.artifacts import write_history_artifact
+from ci.replay.envelope import TraceError
+from model.affinity.history import Census, Event, History, ThreadOp
+from model.affinity.ops import (
+    Acquire,
+    Advance,
+    ApplyReplica,
+    Commit,
+    Op,
+    Outcome,
+    PollWaiter,
+    Query,
+    Value,
+)
+from model.affinity.types import (
+    AffinityConfig,
+    Initialize,
+    ReplicaOutcome,
+    Target,
+    Version,
+    Wait,
+)
+from model.errors import InvalidArgumentError
+from stateful import capture
+from stateful.concurrent_affinity import (
+    SESSIONS,
+    OutOfDomainError,
+    actions_of,
+    prefix,
+    shortest_failure,
+    verdict,
+)
+from stateful.concurrent_runs import check_scenarios
+from tests.command_support import run_module
+
+CONFIG = AffinityConfig(ttl_ns=1_000_000_000, max_entries=4)
+REPLAY_TIMEOUT_S = 120
+
+
+def call(
+    thread: int, invoked: int, returned: int, op: Op, value: Value = None
+) -> Event:
+    """One recorded call (program index: its invocation instant)."""
+    return Event(thread, invoked, invoked, returned, op, Outcome(value=value))
+
+
+def history_of(*events: Event, census: Census | None = None) -> History:
+    """A history of two threads over `CONFIG`."""
+    return History(CONFIG, 2, events, census)
+
+
+# ---- the search ----------------------------------------------------------------
+
+
+def test_a_sequential_history_linearizes_in_its_own_order() -> None:
+    """One thread acquiring then committing is linearizable as it happened."""
+    run = history_of(
+        call(0, 0, 1, Acquire("s0"), Initialize(1)),
+        call(0, 2, 3, Commit(1, Target(1)), 2),
+        call(0, 4, 5, Query("s0"), Target(1)),
+    )
+    found = verdict(run)
+    assert found.linearizable
+    assert [action.event.invoked for action in found.order] == [0, 2, 4]
+
+
+def test_overlapping_calls_may_take_effect_in_either_order() -> None:
+    """A query overlapping a commit may see the binding: it is ordered after."""
+    run = history_of(
+        call(0, 0, 1, Acquire("s0"), Initialize(7)),
+        call(0, 2, 5, Commit(7, Target(1)), 8),
+        call(1, 3, 4, Query("s0"), Target(1)),
+    )
+    assert verdict(run).linearizable
+
+
+def test_real_time_order_is_respected() -> None:
+    """A query that returned before the commit began cannot see its binding."""
+    run = history_of(
+        call(0, 0, 1, Acquire("s0"), Initialize(7)),
+        call(1, 2, 3, Query("s0"), Target(1)),
+        call(0, 4, 5, Commit(7, Target(1)), 8),
+    )
+    found = verdict(run)
+    assert found.decided
+    assert not found.linearizable
+
+
+def test_two_initializers_of_one_session_are_not_linearizable() -> None:
+    """Two threads cannot both initialize the same session."""
+    run = history_of(
+        call(0, 0, 3, Acquire("s0"), Initialize(1)),
+        call(1, 1, 2, Acquire("s0"), Initialize(2)),
+    )
+    assert not verdict(run).linearizable
+    waited = replace(
+        run,
+        events=(run.events[0], replace(run.events[1], outcome=Outcome(value=Wait(2)))),
+    )
+    assert verdict(waited).linearizable
+
+
+def test_the_census_must_match_the_linearization() -> None:
+    """The entry count after the run is part of what is checked."""
+    events = (call(0, 0, 1, Acquire("s0"), Initialize(1)),)
+    right = Census(now_ns=0, entry_count=1, lease_counts=(("s0", 0),))
+    assert verdict(history_of(*events, census=right)).linearizable
+    wrong = replace(right, entry_count=0)
+    assert not verdict(history_of(*events, census=wrong)).linearizable
+
+
+def test_an_advance_is_a_clock_move_then_a_reaper_pass() -> None:
+    """A reaper tick splits in two; a move past a tick is outside the domain."""
+    run = history_of(call(0, 0, 1, Advance(1_000_000_000)))
+    assert [action.part for action in actions_of(run)] == ["clock", "reap"]
+    assert verdict(run).linearizable
+    past_a_tick = history_of(call(0, 0, 1, Advance(1_500_000_000)))
+    with pytest.raises(OutOfDomainError, match="past a reaper tick"):
+        verdict(past_a_tick)
+
+
+def test_a_replica_update_is_read_atomically_or_as_the_crate_does() -> None:
+    """Sequence observed first: a commit in between outranks the update."""
+    run = history_of(
+        call(0, 0, 1, Acquire("s0"), Initialize(1)),
+        call(
+            1,
+            2,
+            5,
+            ApplyReplica("s0", Target(2), Version(3, 1)),
+            ReplicaOutcome.IGNORED_CONFLICT,
+        ),
+        call(0, 3, 4, Commit(1, Target(1)), 2),
+    )
+    assert not verdict(run, "atomic").linearizable
+    found = verdict(run, "observe_first")
+    assert found.linearizable
+    assert [action.part for action in found.order][1:4] == ["observe", "call", "call"]
+
+
+def test_a_pending_call_may_or_may_not_have_taken_effect() -> None:
+    """Cut before it returned, a commit may explain a query's answer, or not."""
+    run = history_of(
+        call(0, 0, 1, Acquire("s0"), Initialize(1)),
+        call(0, 2, 9, Commit(1, Target(1)), 2),
+        call(1, 3, 4, Query("s0"), Target(1)),
+        call(1, 5, 6, PollWaiter(99), value=True),
+    )
+    cut = prefix(run, 4)
+    assert [event.pending for event in cut.events] == [False, True, False]
+    assert verdict(cut).linearizable
+    assert verdict(prefix(run, 1)).linearizable
+
+
+def test_the_shortest_failure_is_the_first_failing_prefix() -> None:
+    """Calls after the point of failure are cut away."""
+    run = history_of(
+        call(0, 0, 1, Acquire("s0"), Initialize(1)),
+        call(1, 2, 3, Acquire("s0"), Initialize(2)),
+        call(0, 4, 5, Query("s1"), None),
+        call(1, 6, 7, Query("s1"), None),
+    )
+    shortest = shortest_failure(run)
+    assert len(shortest.events) == 2
+    assert not verdict(shortest).linearizable
+
+
+# ---- files -------------------------------------------------------------------
+
+
+def failing_history() -> History:
+    """A small non-linearizable history with a census."""
+    return history_of(
+        call(0, 0, 3, Acquire("s0"), Initialize(1)),
+        call(1, 1, 2, Acquire("s0"), Initialize(2)),
+        census=Census(0, 1, (("s0", 0),)),
+    )
+
+
+def test_a_history_file_round_trips_byte_for_byte(tmp_path: Path) -> None:
+    """Written, read and written again, a history file is unchanged."""
+    file = history_files.record(failing_history(), "two initializers")
+    path = history_files.save(file, tmp_path / "h.json")
+    again = history_files.load(path)
+    assert again.history == file.history
+    assert not again.linearizable
+    second = history_files.save(again, tmp_path / "again.json")
+    assert second.read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (lambda text: text.replace('"thread": 1', '"thread": 5'), "is not one of 2"),
+        (
+            lambda text: text.replace('"returned": 2', '"returned": 0'),
+            "returned before",
+        ),
+        (lambda text: text.replace('"observe_first"', '"eventual"'), "unknown reading"),
+    ],
+)
+def test_a_malformed_history_is_refused_in_one_line(
+    tmp_path: Path, edit: object, problem: str
+) -> None:
+    """The loader names the place and the problem."""
+    path = history_files.save(
+        history_files.record(failing_history(), "x"), tmp_path / "h.json"
+    )
+    assert callable(edit)
+    path.write_text(edit(path.read_text()))
+    with pytest.raises(TraceError, match=problem):
+        history_files.load(path)
+    done = run_module("ci.replay", str(path), timeout_s=REPLAY_TIMEOUT_S)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_history_replays_without_canary_or_rust(tmp_path: Path) -> None:
+    """`--canary` and `--emit rust` mean nothing for a history: usage errors."""
+    path = history_files.save(
+        history_files.record(failing_history(), "x"), tmp_path / "h.json"
+    )
+    for flags in (["--canary", "lifo_ties"], ["--emit", "rust"]):
+        done = run_module("ci.replay", str(path), *flags, timeout_s=REPLAY_TIMEOUT_S)
+        assert done.returncode == 2, done.stderr
+        assert "history" in done.stderr
+
+
+# ---- the binding's driver ------------------------------------------------------
+
+
+def run(programs: Sequence[Sequence[ThreadOp]], canary: str | None = None) -> History:
+    """Programs against the crate."""
+    from impl.adapter import run_concurrent  # noqa: PLC0415 - needs the binding
+
+    return run_concurrent(CONFIG, programs, 1, SESSIONS, canary)
+
+
+@pytest.mark.native
+@pytest.mark.parametrize(
+    ("programs", "problem"),
+    [
+        ([[], [ThreadOp("advance", delta_ns=1)]], "only thread 0"),
+        ([[ThreadOp("bogus")]], "unknown operation"),  # type: ignore[arg-type]
+        ([[]] * 65, "between 1 and 64"),
+        ([], "between 1 and 64"),
+    ],
+)
+def test_the_driver_refuses_what_it_cannot_run(
+    programs: list[list[ThreadOp]], problem: str
+) -> None:
+    """A bad program is refused before any thread starts."""
+    with pytest.raises(InvalidArgumentError, match=problem):
+        run(programs)
+    with pytest.raises(InvalidArgumentError, match="unknown canary"):
+        run([[ThreadOp("query", "s0")]], canary="nope")
+
+
+@pytest.mark.native
+def test_the_driver_records_every_call_with_its_instants() -> None:
+    """Invocation before response, one counter, census after the threads."""
+    programs = [
+        [ThreadOp("acquire", "s0"), ThreadOp("commit", "s0", Target(1), 0)],
+        [ThreadOp("query", "s1"), ThreadOp("advance", delta_ns=1)],
+    ]
+    with pytest.raises(InvalidArgumentError):
+        run(programs)  # thread 1 may not advance
+    recorded = run(list(reversed(programs)))
+    instants = sorted(i for e in recorded.events for i in (e.invoked, e.returned))
+    assert instants == list(range(len(instants)))
+    assert all(e.invoked < e.returned for e in recorded.events)
+    assert recorded.census == Census(1, 1, (("s0", 1), ("s1", None)))
+    assert verdict(recorded).linearizable
+
+
+@pytest.mark.native
+def test_the_split_commit_canary_is_caught_and_replays(tmp_path: Path) -> None:
+    """A commit split in two is not linearizable; its artifact replays as such."""
+    from impl.adapter import run_concurrent  # noqa: PLC0415 - needs the binding
+
+    def canary(
+        config: AffinityConfig, programs: Sequence[Sequence[ThreadOp]], seed: int
+    ) -> History:
+        return run_concurrent(config, programs, seed, SESSIONS, "split_commit")
+
+    capture.reset()
+    with pytest.raises(Exception, match="not linearizable") as caught:
+        check_scenarios(canary, "canary-split-commit")
+    (failed,) = capture.failed_histories()
+    assert failed.check == "linearizable"
+    folder = write_history_artifact(failed, "canary", str(caught.value), root=tmp_path)
+    done = run_module(
+        "ci.replay", str(folder / "minimal.json"), timeout_s=REPLAY_TIMEOUT_S
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "NOT LINEARIZABLE" in done.stdout
+    whole = history_files.load(folder / "history.json")
+    minimal = history_files.load(folder / "minimal.json")
+    assert not whole.linearizable
+    assert len(minimal.history.events) <= len(whole.history.events)
