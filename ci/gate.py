@@ -333,6 +333,41 @@ def _coverage(records: list[dict[str, Any]]) -> Table:
     return table
 
 
+def _concurrency(records: list[dict[str, Any]]) -> Table:
+    """Concurrent histories checked for linearizability, per test."""
+    table = Table(title="concurrent histories checked for linearizability")
+    columns = (
+        "test",
+        "reading",
+        "histories",
+        "calls/history",
+        "largest",
+        "threads",
+        "search states",
+        "largest search",
+        "undecided",
+        "not linearizable",
+    )
+    for column in columns:
+        table.add_column(column, justify="left" if column in columns[:2] else "right")
+    for record in records:
+        histories = record["histories"]
+        mean = record["calls"] / histories if histories else 0.0
+        table.add_row(
+            record["name"],
+            record["reading"],
+            f"{histories:,}",
+            f"{mean:.1f}",
+            str(record["calls_max"]),
+            str(record["threads_max"]),
+            f"{record['search_states']:,}",
+            f"{record['search_states_max']:,}",
+            str(record["undecided"]),
+            str(record["not_linearizable"]),
+        )
+    return table
+
+
 def _found(found: list[Counterexample]) -> Table:
     table = Table(title="counterexamples found in this run")
     for column in ("test", "failed check", "shrunk steps", "minimal", "replay"):
@@ -367,6 +402,9 @@ def summarize(console: Console, run: GateRun) -> None:
     coverage = [record for record in run.records if record["kind"] == "coverage"]
     if coverage:
         console.print(_coverage(coverage))
+    concurrency = [r for r in run.records if r["kind"] == "concurrency"]
+    if concurrency:
+        console.print(_concurrency(concurrency))
     if run.found:
         console.print(_found(run.found))
     verdict = {0: "PASS", 1: "FAIL"}.get(run.returncode, "ERROR")

@@ -124,6 +124,21 @@ ROWS: tuple[Row, ...] = (
         "impl/src/affinity.rs (`CLOCK_NS_MAX`, `manual`, `latest_instant`)",
     ),
     Row(
+        "replica_apply",
+        "B.13, D10",
+        "`apply_replica_update` merges a replica's binding in one step",
+        "two steps under concurrency: it observes the update's sequence "
+        "(`fetch_max`) before it takes the session's entry, so a local commit or "
+        "join in between takes a version above the update's and the update "
+        "reports `IgnoredConflict` where no atomic order allows it (the table "
+        "ends up as if the update came first; only the reported outcome is "
+        "off). Found by the linearizability check; the 3-call history is "
+        "`ci/replay/corpus/histories/replica_update_races_a_commit.json`. The "
+        "concurrent specification reads an update as two linearization points; "
+        "the atomic reading is a strict xfail",
+        "affinity.rs:641-653 (`Inner::apply_replica_update`)",
+    ),
+    Row(
         "queue_recheck",
         "G.5, A.4",
         "`recheck_worker` / `recheck_all_workers` are `pub(crate)`",

@@ -34,6 +34,7 @@ from model.affinity.types import (
 from model.errors import InvalidArgumentError
 from stateful import capture
 from stateful.concurrent_affinity import (
+    CRATE_REPLICA_APPLY,
     SESSIONS,
     OutOfDomainError,
     actions_of,
@@ -46,6 +47,7 @@ from tests.command_support import run_module
 
 CONFIG = AffinityConfig(ttl_ns=1_000_000_000, max_entries=4)
 REPLAY_TIMEOUT_S = 120
+REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def call(
@@ -309,3 +311,33 @@ def test_the_split_commit_canary_is_caught_and_replays(tmp_path: Path) -> None:
     minimal = history_files.load(folder / "minimal.json")
     assert not whole.linearizable
     assert len(minimal.history.events) <= len(whole.history.events)
+
+
+# ---- the corpus of histories -------------------------------------------------
+
+HISTORIES = sorted(
+    (REPO_ROOT / "ci" / "replay" / "corpus" / "histories").glob("*.json")
+)
+
+
+def test_the_corpus_keeps_the_replica_race() -> None:
+    """The history the check found in the crate is kept."""
+    assert [path.stem for path in HISTORIES] == ["replica_update_races_a_commit"]
+
+
+@pytest.mark.parametrize("path", HISTORIES, ids=lambda path: path.stem)
+def test_a_corpus_history_keeps_its_verdict(path: Path) -> None:
+    """Each history keeps its verdict; the crate's reading explains it."""
+    kept = history_files.load(path)
+    assert verdict(kept.history, kept.replica_apply).linearizable == kept.linearizable
+    assert verdict(kept.history, CRATE_REPLICA_APPLY).linearizable
+    done = run_module("ci.replay", str(path), timeout_s=REPLAY_TIMEOUT_S)
+    assert done.returncode == (0 if kept.linearizable else 1), done.stderr
+    explained = run_module(
+        "ci.replay",
+        str(path),
+        "--reading",
+        CRATE_REPLICA_APPLY,
+        timeout_s=REPLAY_TIMEOUT_S,
+    )
+    assert explained.returncode == 0, explained.stdout

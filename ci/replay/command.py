@@ -34,7 +34,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -86,6 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         default=None,
         help="replay against a deliberately broken system from ci/canaries",
+    )
+    parser.add_argument(
+        "--reading",
+        choices=history.READINGS,
+        default=None,
+        help="a concurrent history only: read replica updates this way instead "
+        "of as the file says",
     )
     return parser
 
@@ -347,10 +354,20 @@ def replay_history(
     if arguments.emit == "rust":
         raise UsageError("a concurrent history has no Rust export (threads)")
     found = history.load(file)
+    if arguments.reading is not None:
+        found = replace(found, replica_apply=arguments.reading)
     out = console or Console(
         width=None if sys.stdout.isatty() else CONSOLE_WIDTH_MIN, highlight=False
     )
     return EXIT_AGREE if history.replay(found, out) else EXIT_DIVERGED
+
+
+def trace_of(arguments: argparse.Namespace) -> Trace:
+    """The trace PATH names; `--reading` is for concurrent histories only."""
+    trace = load(arguments.path)
+    if arguments.reading is not None:
+        raise UsageError("--reading applies to concurrent histories only")
+    return trace
 
 
 def main(argv: Sequence[str] | None = None, console: Console | None = None) -> int:
@@ -361,7 +378,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         checked = replay_history(arguments, console)
         if checked is not None:
             return checked
-        trace = load(arguments.path)
+        trace = trace_of(arguments)
         if arguments.emit == "rust":
             write_rust(emit_rust(arguments, trace), arguments.out)
             return EXIT_AGREE
