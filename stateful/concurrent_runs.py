@@ -52,7 +52,7 @@ class Sizes:
 
 
 PR_SIZES: Final[Sizes] = Sizes(threads_max=4, ops_max=6, repeats=2)
-NIGHTLY_SIZES: Final[Sizes] = Sizes(threads_max=8, ops_max=12, repeats=5)
+NIGHTLY_SIZES: Final[Sizes] = Sizes(threads_max=8, ops_max=12, repeats=8)
 
 
 def sizes() -> Sizes:
