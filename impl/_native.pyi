@@ -148,6 +148,7 @@ def run_concurrent_affinity(
     schedule_seed: int,
     sessions: list[str],
     canary: str | None = None,
+    manual: bool = False,
 ) -> tuple[
     list[
         tuple[

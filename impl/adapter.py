@@ -393,11 +393,16 @@ def run_concurrent(
     """Run one program per thread against one fresh runtime-clock table.
 
     The GIL is released while the threads run; see `impl/src/concurrent.rs`.
+    A manual reaping variant needs a crate with the manual clock.
     `sessions` are the ids whose `lease_count` the census reads. `canary`
     may name `split_commit` (a commit split into abort + re-acquire).
     """
-    if config.clock == "manual":
-        raise UnsupportedError("concurrent runs use the runtime clock")
+    manual = config.clock == "manual"
+    if manual and not HAS_MANUAL_CLOCK:
+        raise UnsupportedError(
+            f"dynamo-kv-router {CRATE_VERSION} has no manual clock; "
+            f"reaping {config.reaping!r} needs a source tree that has one"
+        )
     raw_programs = [[_thread_op_out(op) for op in program] for program in programs]
     with _translated():
         raw_events, now_ns, entry_count, lease_counts = _native.run_concurrent_affinity(
@@ -410,6 +415,7 @@ def run_concurrent(
             schedule_seed,
             list(sessions),
             canary,
+            manual,
         )
     events = []
     for thread, index, invoked, returned, raw_call, raw_result in raw_events:

@@ -7,11 +7,14 @@ checks it with `stateful.linearizability.check`, the reference model being
 the sequential specification, and cuts a failing history down to a shortest
 failing sub-history.
 
-Time in a history: only thread 0 advances the clock, and the crate's reaper
-runs beside the other threads. So an `Advance` becomes two actions of thread 0
-in the search: the clock's move, then (when the move lands on a reaper tick)
-the reaper's pass. Programs move the clock in half-periods, so a move never
-passes a tick without landing on it; a history that does is outside the
+Time in a history: only thread 0 advances the clock. On a runtime table the
+crate's reaper runs beside the other threads; on a manual table
+`advance_clock` sets the clock, lets go of it, then collects. Either way a
+successful `Advance` is two actions of thread 0 in the search: the clock's
+move, then the collection the reaping variant brings
+(`ModelAffinity.collect_due`). Programs move the clock in half-periods, so a
+runtime move never passes a reaper tick without landing on it (the reaper would
+then collect at the later instant); a history that does is outside the
 specification's domain (`OutOfDomainError`).
 
 Replica updates: the crate observes an update's sequence before it takes the
@@ -54,6 +57,7 @@ from model.affinity.types import (
     Bound,
     Initialize,
     Mode,
+    Reaping,
     Target,
     Version,
     Wait,
@@ -104,14 +108,11 @@ def actions_of(
     history: History, replica_apply: ReplicaApply = CRATE_REPLICA_APPLY
 ) -> tuple[Action, ...]:
     """The search's actions: every call, advances and replica updates split."""
-    period_ns = reaper_period_ns(history.config.ttl_ns)
     actions: list[Action] = []
     for event in history.events:
         call = event.call
-        if isinstance(call, Advance):
-            actions.append(Action(event, "clock"))
-            if call.now_ns % period_ns == 0:
-                actions.append(Action(event, "reap"))
+        if isinstance(call, Advance) and event.outcome.error is None:
+            actions += [Action(event, "clock"), Action(event, "reap")]
             continue
         if isinstance(call, ApplyReplica) and replica_apply == "observe_first":
             actions.append(Action(event, "observe"))
@@ -125,6 +126,7 @@ class SpecState:
 
     table: AffinityState
     handles: tuple[tuple[int, int], ...]
+    moved_from: int | None = None  # between an advance's two actions
 
 
 _HANDLE_FIELD: Final[dict[type, str]] = {
@@ -201,11 +203,13 @@ class AffinitySpec:
         if action.part == "clock":
             assert isinstance(call, Advance)
             self._check_clock_move(table.now_ns, call.now_ns)
-            return replace(state, table=replace(table, now_ns=call.now_ns))
+            moved = replace(table, now_ns=call.now_ns)
+            return replace(state, table=moved, moved_from=table.now_ns)
         model = ModelAffinity.from_state(table)
         if action.part == "reap":
-            model.reaper_tick(table.now_ns)
-            return replace(state, table=model.state())
+            assert state.moved_from is not None, "a collection follows its move"
+            model.collect_due(state.moved_from)
+            return replace(state, table=model.state(), moved_from=None)
         if action.part == "observe":
             assert isinstance(call, ApplyReplica)
             if len(call.session_id.encode()) <= self.config.max_session_id_bytes:
@@ -217,17 +221,21 @@ class AffinitySpec:
             return None
         modelled = outcome_of(model, op)
         if action.event.pending:  # any result: the caller never saw one
-            return SpecState(model.state(), state.handles)
+            return replace(state, table=model.state())
         added = _new_handles(call, action.event.outcome, modelled)
         if added is None:
             return None
         handles.update(added)
-        return SpecState(model.state(), tuple(sorted(handles.items())))
+        return replace(
+            state, table=model.state(), handles=tuple(sorted(handles.items()))
+        )
 
     def _check_clock_move(self, from_ns: int, to_ns: int) -> None:
         """Refuse a move the programs never make: back, or past a reaper tick."""
         last_tick_ns = to_ns // self.period_ns * self.period_ns
-        if to_ns < from_ns or from_ns < last_tick_ns < to_ns:
+        passes_a_tick = from_ns < last_tick_ns < to_ns
+        runtime = self.config.clock == "runtime"
+        if to_ns < from_ns or (runtime and passes_a_tick):
             raise OutOfDomainError(
                 f"the clock moves from {from_ns} ns to {to_ns} ns past a reaper tick"
             )
@@ -351,11 +359,23 @@ def _program(draw: st.DrawFn, length: int, *, advances: bool) -> tuple[ThreadOp,
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, threads_max: int, ops_max: int) -> Scenario:
-    """Scenarios of 2 to `threads_max` threads with up to `ops_max` steps each."""
+def scenarios(
+    draw: st.DrawFn,
+    threads_max: int,
+    ops_max: int,
+    reapings: Sequence[Reaping] = ("runtime_reaper",),
+) -> Scenario:
+    """Scenarios of 2 to `threads_max` threads with up to `ops_max` steps each.
+
+    `reapings`: the clock variants the target can build (manual ones only on
+    a source tree with the manual clock).
+    """
     mode = draw(st.sampled_from([Mode.HARD, Mode.SOFT]))
     max_entries = draw(st.sampled_from([1, 2, 64]))
-    config = AffinityConfig(ttl_ns=TTL_NS, mode=mode, max_entries=max_entries)
+    reaping = draw(st.sampled_from(reapings))
+    config = AffinityConfig(
+        ttl_ns=TTL_NS, mode=mode, max_entries=max_entries, reaping=reaping
+    )
     threads = draw(st.integers(2, threads_max))
     programs = tuple(
         _program(draw, draw(st.integers(1, ops_max)), advances=thread == 0)

@@ -297,10 +297,13 @@ def test_the_split_commit_canary_is_caught_and_replays(tmp_path: Path) -> None:
         return run_concurrent(config, programs, seed, SESSIONS, "split_commit")
 
     capture.reset()
-    with pytest.raises(Exception, match="not linearizable") as caught:
+    # Threads interleave anew on every run, so Hypothesis may report the
+    # failure as flaky while shrinking; the captured history is the evidence.
+    with pytest.raises(Exception) as caught:  # noqa: PT011 - either report
         check_scenarios(canary, "canary-split-commit")
     (failed,) = capture.failed_histories()
     assert failed.check == "linearizable"
+    assert not verdict(failed.history).linearizable
     folder = write_history_artifact(failed, "canary", str(caught.value), root=tmp_path)
     done = run_module(
         "ci.replay", str(folder / "minimal.json"), timeout_s=REPLAY_TIMEOUT_S

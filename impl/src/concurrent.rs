@@ -17,10 +17,12 @@
 //! so `commit`, `drop`, `invalidate` and `poll` do whatever that kind allows
 //! and are skipped (not recorded) when the slot holds nothing they apply to.
 //!
-//! Time: only thread 0 may `advance`. It moves the paused clock with one
-//! `tokio::time::advance` and then lets the runtime's tasks run, so the
-//! crate's reaper (a task of this runtime) collects concurrently with the
-//! other threads' calls. The recorded result is the clock reached.
+//! Time: only thread 0 may `advance`. On a runtime table it moves the paused
+//! clock with one `tokio::time::advance` and then lets the runtime's tasks run,
+//! so the crate's reaper (a task of this runtime) collects concurrently with
+//! the other threads' calls; the recorded result is the clock reached. On a
+//! manual-clock table (feature `manual-clock`, source trees that have it) it
+//! calls the crate's `advance_clock(origin + now)`, which collects itself.
 //!
 //! Limits of the binding's own (not the crate's): 1 to `THREADS_MAX` threads,
 //! at most `OPS_MAX` operations per thread, `advance` only on thread 0.
@@ -35,6 +37,7 @@ use std::time::Duration;
 use dynamo_kv_router::services::selection::affinity::{
     AcquireStep, AffinityError as CrateError, AffinityInitialization, AffinityLease,
     AffinityTarget, AffinityVersion, Hold, ReplicaApplyOutcome, SessionAffinity,
+    SessionAffinityConfig,
 };
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
@@ -122,6 +125,7 @@ fn outcome_name(outcome: ReplicaApplyOutcome) -> &'static str {
 /// Everything one thread shares with the others.
 struct Shared<'a> {
     table: &'a SessionAffinity,
+    manual: bool,
     runtime: &'a Runtime,
     origin: Instant,
     ticks: &'a AtomicU64,
@@ -155,16 +159,18 @@ impl Shared<'_> {
         }
     }
 
-    /// Runs one program; returns its events and the handles still held.
-    fn run(&self, thread: usize, program: &[OpIn], seed: u64) -> (Vec<EventOut>, Vec<Held>) {
+    /// Runs one program; returns its events, the handles still held, and the
+    /// manual clock as this thread left it.
+    fn run(&self, thread: usize, program: &[OpIn], seed: u64) -> (Vec<EventOut>, Vec<Held>, u64) {
         let _context = self.runtime.handle().enter();
         let mut schedule = Schedule(seed ^ (thread as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
         let mut slots: Vec<Option<(u64, Held)>> = Vec::new();
         let mut events = Vec::new();
+        let mut clock_ns = 0_u64; // a manual table's clock, as thread 0 moved it
         self.barrier.wait();
         for (index, op) in program.iter().enumerate() {
             schedule.jitter();
-            let outcome = catch_unwind(AssertUnwindSafe(|| self.step(op, &mut slots)));
+            let outcome = catch_unwind(AssertUnwindSafe(|| self.step(op, &mut slots, &mut clock_ns)));
             match outcome {
                 Ok(Some((invoked, returned, call, result))) => {
                     events.push((thread, index, invoked, returned, call, result));
@@ -192,7 +198,7 @@ impl Shared<'_> {
             }
         }
         let held = slots.into_iter().flatten().map(|(_, held)| held).collect();
-        (events, held)
+        (events, held, clock_ns)
     }
 
     /// One operation: `None` when the slot holds nothing it applies to.
@@ -200,6 +206,7 @@ impl Shared<'_> {
         &self,
         op: &OpIn,
         slots: &mut Vec<Option<(u64, Held)>>,
+        clock_ns: &mut u64,
     ) -> Option<(u64, u64, CallOut, ResultOut)> {
         let (kind, session, target, slot, version, delta_ns) = op;
         let session = session.as_str();
@@ -331,6 +338,7 @@ impl Shared<'_> {
                 let returned = self.tick();
                 Some((invoked, returned, plain("replica"), (outcome_name(outcome).to_string(), None, None)))
             }
+            "advance" if self.manual => self.manual_advance(*delta_ns, clock_ns),
             "advance" => {
                 let invoked = self.tick();
                 let reached = self.runtime.block_on(async {
@@ -345,6 +353,35 @@ impl Shared<'_> {
             }
             _ => unreachable!("kinds validated before the threads start"),
         }
+    }
+}
+
+impl Shared<'_> {
+    /// The crate's own `advance_clock` on a manual table; the clock moves
+    /// only if the crate accepts.
+    #[cfg(feature = "manual-clock")]
+    fn manual_advance(&self, delta_ns: u64, clock_ns: &mut u64) -> Option<(u64, u64, CallOut, ResultOut)> {
+        let target_ns = clock_ns.saturating_add(delta_ns);
+        let invoked = self.tick();
+        let moved = match self.origin.checked_add(Duration::from_nanos(target_ns)) {
+            Some(target) => self.table.advance_clock(target).map_err(|error| error_name(&error)),
+            None => Err("InvalidArgument".to_string()),
+        };
+        let returned = self.tick();
+        let name = match moved {
+            Ok(()) => {
+                *clock_ns = target_ns;
+                "ok".to_string()
+            }
+            Err(name) => name,
+        };
+        let call = ("advance", String::new(), None, None, None, target_ns);
+        Some((invoked, returned, call, (name, None, None)))
+    }
+
+    #[cfg(not(feature = "manual-clock"))]
+    fn manual_advance(&self, _delta_ns: u64, _clock_ns: &mut u64) -> Option<(u64, u64, CallOut, ResultOut)> {
+        unreachable!("manual tables are refused without the manual-clock feature")
     }
 }
 
@@ -369,12 +406,23 @@ fn validate(programs: &[Vec<OpIn>]) -> PyResult<()> {
     Ok(())
 }
 
-/// Runs `programs` concurrently against one fresh runtime-clock table; see the
+/// A runtime-clock table, or a manual-clock one at `origin`.
+fn new_table(config: SessionAffinityConfig, origin: Instant, manual: bool) -> Result<SessionAffinity, CrateError> {
+    #[cfg(feature = "manual-clock")]
+    if manual {
+        return SessionAffinity::with_manual_clock(config, origin);
+    }
+    let _ = (origin, manual);
+    SessionAffinity::with_config(config)
+}
+
+/// Runs `programs` concurrently against one fresh table (runtime clock, or
+/// the crate's manual clock when `manual`); see the
 /// module documentation. `sequence_offset` is observed right after
 /// construction (the adapter's sequence pinning). `canary` may name
 /// `split_commit`, a deliberately non-atomic commit.
 #[pyfunction]
-#[pyo3(signature = (ttl_ns, soft, max_entries, max_session_id_bytes, sequence_offset, programs, schedule_seed, sessions, canary=None))]
+#[pyo3(signature = (ttl_ns, soft, max_entries, max_session_id_bytes, sequence_offset, programs, schedule_seed, sessions, canary=None, manual=false))]
 #[allow(clippy::too_many_arguments)]
 fn run_concurrent_affinity(
     py: Python<'_>,
@@ -387,8 +435,12 @@ fn run_concurrent_affinity(
     schedule_seed: u64,
     sessions: Vec<String>,
     canary: Option<String>,
+    manual: bool,
 ) -> PyResult<RunOut> {
     validate(&programs)?;
+    if manual && !cfg!(feature = "manual-clock") {
+        return Err(InvalidArgument::new_err("this crate has no manual clock"));
+    }
     let split_commit = match canary.as_deref() {
         None => false,
         Some("split_commit") => true,
@@ -399,7 +451,7 @@ fn run_concurrent_affinity(
         let config = affinity_config(ttl_ns, soft, max_entries, max_session_id_bytes);
         let (table, origin) = runtime.block_on(async {
             let origin = Instant::now();
-            let table = SessionAffinity::with_config(config);
+            let table = new_table(config, origin, manual);
             settle().await;
             (table, origin)
         });
@@ -410,6 +462,7 @@ fn run_concurrent_affinity(
         let barrier = Barrier::new(programs.len());
         let shared = Shared {
             table: &table,
+            manual,
             runtime: &runtime,
             origin,
             ticks: &ticks,
@@ -433,14 +486,22 @@ fn run_concurrent_affinity(
         let _context = runtime.enter();
         let mut events = Vec::new();
         let mut still_held = Vec::new();
-        for run in runs {
-            let (thread_events, held) =
+        let mut manual_ns = 0;
+        for (thread, run) in runs.into_iter().enumerate() {
+            let (thread_events, held, clock_ns) =
                 run.map_err(|_| crate::RustPanic::new_err("a program thread panicked"))?;
             events.extend(thread_events);
             still_held.extend(held);
+            if thread == 0 {
+                manual_ns = clock_ns;
+            }
         }
-        let now_ns = u64::try_from(runtime.block_on(async { Instant::now() }).duration_since(origin).as_nanos())
-            .unwrap_or(u64::MAX);
+        let now_ns = if manual {
+            manual_ns
+        } else {
+            u64::try_from(runtime.block_on(async { Instant::now() }).duration_since(origin).as_nanos())
+                .unwrap_or(u64::MAX)
+        };
         let entry_count = table.entry_count();
         let lease_counts = sessions
             .into_iter()

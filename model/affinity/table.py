@@ -337,6 +337,15 @@ class ModelAffinity:
                 "affinity clock beyond the binding's supported range"
             )
         previous_ns, self._now_ns = self._now_ns, now_ns
+        self.collect_due(previous_ns)
+
+    def collect_due(self, previous_ns: int) -> None:
+        """Collect what the reaping variant collects after a move from `previous_ns`.
+
+        An advance is the clock's move, then this. In a concurrent history the
+        two are separate steps: other callers may act between them.
+        """
+        now_ns = self._now_ns
         reaping = self._config.reaping
         period_ns = reaper_period_ns(self._config.ttl_ns)
         if reaping == "every_advance":
@@ -391,14 +400,6 @@ class ModelAffinity:
             raise InvalidArgumentError(
                 "affinity clock plus TTL exceeds the supported Instant range"
             )
-
-    def reaper_tick(self, at_ns: int) -> None:
-        """The serving reaper's pass on its own: collect what expired by `at_ns`.
-
-        In a concurrent history the reaper is a task beside the callers, so an
-        advance is two steps there: the clock's move, then this pass.
-        """
-        self._reap(at_ns)
 
     def _reap(self, at_ns: int) -> None:
         """Remove every binding expired at `at_ns`."""
