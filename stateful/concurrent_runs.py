@@ -21,7 +21,7 @@ from typing import Final
 from hypothesis import given, settings
 
 from model.affinity.history import History, ThreadOp
-from model.affinity.types import AffinityConfig
+from model.affinity.types import AffinityConfig, Reaping
 from stateful import capture, stats
 from stateful.concurrent_affinity import (
     CRATE_REPLICA_APPLY,
@@ -121,12 +121,16 @@ def check_scenarios(
     runner: Runner,
     name: str,
     reading: ReplicaApply = CRATE_REPLICA_APPLY,
+    reapings: Sequence[Reaping] = ("runtime_reaper",),
 ) -> Tally:
-    """Draw scenarios under the loaded profile; every history must linearize."""
+    """Draw scenarios under the loaded profile; every history must linearize.
+
+    `reapings`: the clock variants the target can build.
+    """
     size = sizes()
     tally = Tally()
 
-    @given(scenarios(size.threads_max, size.ops_max))
+    @given(scenarios(size.threads_max, size.ops_max, reapings))
     def run(scenario: Scenario) -> None:
         for repeat in range(size.repeats):
             seed = (scenario.schedule_seed + repeat) & SEED_MASK

@@ -15,7 +15,7 @@ from typing import Final
 import pytest
 
 from model.affinity.history import History, ThreadOp
-from model.affinity.types import AffinityConfig, Mode, Target, Version
+from model.affinity.types import AffinityConfig, Mode, Reaping, Target, Version
 from stateful.concurrent_affinity import CRATE_REPLICA_APPLY, SESSIONS
 from stateful.concurrent_runs import Tally, check_history, check_scenarios
 
@@ -63,9 +63,18 @@ def race_scenario() -> tuple[AffinityConfig, tuple[tuple[ThreadOp, ...], ...]]:
     return config, (binder, replicator)
 
 
+def reapings() -> tuple[Reaping, ...]:
+    """The clock variants the target builds: manual ones on trees that have them."""
+    from impl.adapter import HAS_MANUAL_CLOCK  # noqa: PLC0415 - needs the binding
+
+    if HAS_MANUAL_CLOCK:
+        return ("runtime_reaper", "every_advance", "cadence")
+    return ("runtime_reaper",)
+
+
 def test_concurrent_callers_see_a_linearizable_table() -> None:
     """Every history of generated programs linearizes against the model."""
-    tally = check_scenarios(run_on_crate, "concurrent-affinity")
+    tally = check_scenarios(run_on_crate, "concurrent-affinity", reapings=reapings())
     print(tally)
     assert tally.histories > 0
 
