@@ -35,6 +35,20 @@ pub(crate) type PyTarget = (u64, Option<u32>);
 pub(crate) type PyVersion = (u64, u64);
 type Published = (String, PyTarget, PyVersion);
 
+/// The `ReplicaApplyOutcome` variant's name.
+pub(crate) fn outcome_name(outcome: ReplicaApplyOutcome) -> &'static str {
+    match outcome {
+        ReplicaApplyOutcome::Inserted => "Inserted",
+        ReplicaApplyOutcome::Refreshed => "Refreshed",
+        ReplicaApplyOutcome::ReplacedExpired => "ReplacedExpired",
+        ReplicaApplyOutcome::ReplacedNewer => "ReplacedNewer",
+        ReplicaApplyOutcome::IgnoredInitializing => "IgnoredInitializing",
+        ReplicaApplyOutcome::IgnoredConflict => "IgnoredConflict",
+        ReplicaApplyOutcome::RejectedSessionId => "RejectedSessionId",
+        ReplicaApplyOutcome::RejectedCapacity => "RejectedCapacity",
+    }
+}
+
 pub(crate) fn to_target(target: PyTarget) -> AffinityTarget {
     AffinityTarget::new(target.0, target.1)
 }
@@ -527,16 +541,7 @@ impl RuntimeAffinityTable {
             let _context = self.runtime.enter();
             let version = AffinityVersion { sequence: version.0, writer_id: version.1 };
             let outcome = self.table()?.apply_replica_update(session_id, to_target(target), version);
-            Ok(match outcome {
-                ReplicaApplyOutcome::Inserted => "Inserted",
-                ReplicaApplyOutcome::Refreshed => "Refreshed",
-                ReplicaApplyOutcome::ReplacedExpired => "ReplacedExpired",
-                ReplicaApplyOutcome::ReplacedNewer => "ReplacedNewer",
-                ReplicaApplyOutcome::IgnoredInitializing => "IgnoredInitializing",
-                ReplicaApplyOutcome::IgnoredConflict => "IgnoredConflict",
-                ReplicaApplyOutcome::RejectedSessionId => "RejectedSessionId",
-                ReplicaApplyOutcome::RejectedCapacity => "RejectedCapacity",
-            })
+            Ok(outcome_name(outcome))
         })
     }
 

@@ -36,7 +36,7 @@ use std::time::Duration;
 
 use dynamo_kv_router::services::selection::affinity::{
     AcquireStep, AffinityError as CrateError, AffinityInitialization, AffinityLease,
-    AffinityTarget, AffinityVersion, Hold, ReplicaApplyOutcome, SessionAffinity,
+    AffinityTarget, AffinityVersion, Hold, SessionAffinity,
     SessionAffinityConfig,
 };
 use pyo3::prelude::*;
@@ -44,8 +44,10 @@ use tokio::runtime::Runtime;
 use tokio::sync::futures::OwnedNotified;
 use tokio::time::Instant;
 
-use crate::affinity::{PyTarget, PyVersion, affinity_config, from_target, paused_runtime, settle, to_target};
-use crate::{InvalidArgument, guard};
+use crate::affinity::{
+    PyTarget, PyVersion, affinity_config, from_target, outcome_name, paused_runtime, settle, to_target,
+};
+use crate::{InvalidArgument, guard, panic_message};
 
 /// Most threads one history may have.
 const THREADS_MAX: usize = 64;
@@ -109,19 +111,6 @@ fn error_name(error: &CrateError) -> String {
     .to_string()
 }
 
-fn outcome_name(outcome: ReplicaApplyOutcome) -> &'static str {
-    match outcome {
-        ReplicaApplyOutcome::Inserted => "Inserted",
-        ReplicaApplyOutcome::Refreshed => "Refreshed",
-        ReplicaApplyOutcome::ReplacedExpired => "ReplacedExpired",
-        ReplicaApplyOutcome::ReplacedNewer => "ReplacedNewer",
-        ReplicaApplyOutcome::IgnoredInitializing => "IgnoredInitializing",
-        ReplicaApplyOutcome::IgnoredConflict => "IgnoredConflict",
-        ReplicaApplyOutcome::RejectedSessionId => "RejectedSessionId",
-        ReplicaApplyOutcome::RejectedCapacity => "RejectedCapacity",
-    }
-}
-
 /// Everything one thread shares with the others.
 struct Shared<'a> {
     table: &'a SessionAffinity,
@@ -177,11 +166,7 @@ impl Shared<'_> {
                 }
                 Ok(None) => {}
                 Err(payload) => {
-                    let message = payload
-                        .downcast_ref::<&str>()
-                        .map(|s| (*s).to_string())
-                        .or_else(|| payload.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "non-string panic payload".to_string());
+                    let message = panic_message(payload.as_ref());
                     let returned = self.tick();
                     let call = (
                         KINDS.iter().find(|k| **k == op.0).copied().unwrap_or("?"),

@@ -31,14 +31,19 @@ pub(crate) fn guard<R>(body: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(result) => result,
         Err(payload) => {
-            let message = payload
-                .downcast_ref::<&str>()
-                .map(|s| (*s).to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "non-string panic payload".to_string());
+            let message = panic_message(payload.as_ref());
             Err(RustPanic::new_err(format!("crate panicked: {message}")))
         }
     }
+}
+
+/// The text a panic carried (`panic!` with a literal or a formatted message).
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_string())
 }
 
 /// Version string of the `dynamo-kv-router` crate this extension was built
