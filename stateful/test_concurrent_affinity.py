@@ -64,11 +64,16 @@ def race_scenario() -> tuple[AffinityConfig, tuple[tuple[ThreadOp, ...], ...]]:
 
 
 def reapings() -> tuple[Reaping, ...]:
-    """The clock variants the target builds: manual ones on trees that have them."""
-    from impl.adapter import HAS_MANUAL_CLOCK  # noqa: PLC0415 - needs the binding
+    """The runtime clock, and the manual clock where the target has one.
 
-    if HAS_MANUAL_CLOCK:
-        return ("runtime_reaper", "every_advance", "cadence")
+    A manual table is checked against the cleanup schedule the capability
+    probe found (`impl/probe.py`), as the manual-clock machine is.
+    """
+    from impl.probe import capabilities  # noqa: PLC0415 - needs the binding
+
+    found = capabilities()
+    if found.has_manual_clock:
+        return ("runtime_reaper", found.model_reaping)
     return ("runtime_reaper",)
 
 
