@@ -333,6 +333,40 @@ def _coverage(records: list[dict[str, Any]]) -> Table:
     return table
 
 
+REPLICA_NETWORK_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
+    ("programs_of_2_replicas", "2 replicas"),
+    ("programs_of_3_replicas", "3 replicas"),
+    ("calls", "table calls"),
+    ("sent", "sent"),
+    ("delivered", "delivered"),
+    ("dropped", "dropped"),
+    ("duplicated", "duplicated"),
+    ("reordered", "reordered"),
+    ("lost", "lost to partitions"),
+    ("partitions", "partitions"),
+    ("flush_deliveries", "flushed"),
+    ("convergence_checks", "convergence checks"),
+    ("convergence_checks_non_vacuous", "non-vacuous"),
+)
+"""(count, column) of the replica-network table, in order."""
+
+
+def _replica_network(records: list[dict[str, Any]]) -> Table | None:
+    """Per replica-network run: what its network did, how often replicas agreed."""
+    runs = [record for record in records if record["kind"] == "network"]
+    if not runs:
+        return None
+    table = Table(title="replica network: messages and convergence checks")
+    table.add_column("machine")
+    for _, column in REPLICA_NETWORK_COLUMNS:
+        table.add_column(column, justify="right")
+    for record in runs:
+        counts = record.get("counts", {})
+        cells = [str(counts.get(count, 0)) for count, _ in REPLICA_NETWORK_COLUMNS]
+        table.add_row(record["name"], *cells)
+    return table
+
+
 def _found(found: list[Counterexample]) -> Table:
     table = Table(title="counterexamples found in this run")
     for column in ("test", "failed check", "shrunk steps", "minimal", "replay"):
@@ -367,6 +401,9 @@ def summarize(console: Console, run: GateRun) -> None:
     coverage = [record for record in run.records if record["kind"] == "coverage"]
     if coverage:
         console.print(_coverage(coverage))
+    replica_network = _replica_network(run.records)
+    if replica_network is not None:
+        console.print(replica_network)
     if run.found:
         console.print(_found(run.found))
     verdict = {0: "PASS", 1: "FAIL"}.get(run.returncode, "ERROR")

@@ -10,7 +10,8 @@ Record kinds:
 * `machine`: a differential machine's run -- steps, rules run of all rules,
   coverage goals reached of all goals, invariant evaluations;
 * `shrink`: a canary's shrunk and minimized counterexample lengths and bounds;
-* `coverage`: the share of a bounded graph's states and edges a machine took.
+* `coverage`: the share of a bounded graph's states and edges a machine took;
+* `network`: a replica-network machine's message and convergence counts.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
@@ -30,7 +31,7 @@ STATS_ENV: Final[str] = "VERIFY_STATS_DIR"
 RECORDS_MAX: Final[int] = 10_000
 _UNSAFE: Final[re.Pattern[str]] = re.compile(r"[^A-Za-z0-9_.-]+")
 
-Kind = Literal["machine", "shrink", "coverage"]
+Kind = Literal["machine", "shrink", "coverage", "network"]
 
 
 class MachineStats(Protocol):
@@ -123,6 +124,11 @@ def record_coverage(row: dict[str, Any]) -> Path | None:
             "edges": row["edges"],
         },
     )
+
+
+def record_network(name: str, counts: Mapping[str, int]) -> Path | None:
+    """Record what a replica-network machine's network did, summed over its run."""
+    return write("network", name, {"counts": dict(sorted(counts.items()))})
 
 
 def read_all(directory: Path) -> list[dict[str, Any]]:
