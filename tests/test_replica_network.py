@@ -15,8 +15,10 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
+from rich.console import Console
 
 from ci.canaries.replica import CANARIES
+from ci.gate import GateRun, summarize
 from ci.profiles import CANARY_SETTINGS, replica_network_settings
 from ci.replay.artifacts import write_artifacts
 from ci.replay.command import EXIT_AGREE, EXIT_DIVERGED, EXIT_USAGE, replay
@@ -29,13 +31,16 @@ from model.affinity.ops import (
     ApplyReplica,
     Commit,
     EnableReplication,
+    NextVersion,
+    Outcome,
     Release,
 )
 from model.affinity.table import ModelAffinity
 from model.affinity.types import AffinityConfig, Mode, ReplicaOutcome, Target, Version
-from model.replica.network import Network, NetworkState
+from model.replica.network import COUNTS, Network, NetworkState
 from model.replica.ops import (
     AdvanceAll,
+    Call,
     Deliver,
     Drop,
     Duplicate,
@@ -48,7 +53,7 @@ from model.replica.ops import (
 )
 from properties import get
 from properties.registry import Step
-from stateful import capture
+from stateful import capture, stats
 from stateful.replica_network import ReplicaNetworkMachine, run_network_and_check
 from stateful.replica_subject import ReplicaSetup
 
@@ -180,6 +185,37 @@ def test_the_flush_leaves_both_replicas_on_the_same_bindings() -> None:
     assert all(not link.in_flight and not link.cut for link in last.links)
 
 
+def test_after_a_partition_the_greater_version_wins_not_the_later_binding() -> None:
+    """A replica that used more sequences while cut off wins, though it bound first."""
+    trace = _record(
+        (
+            Local(0, EnableReplication(1)),
+            Local(1, EnableReplication(2)),
+            Partition(0, 1),
+            Local(0, NextVersion()),
+            Local(0, NextVersion()),
+            Local(0, NextVersion()),
+            Local(0, Acquire("a", None)),
+            Local(0, Commit(1, Target(1, None))),
+            Local(0, Release(2)),
+            AdvanceAll(SECOND_NS),
+            Local(1, Acquire("a", None)),
+            Local(1, Commit(1, Target(2, None))),
+            Local(1, Release(2)),
+            HealAndFlush(),
+        )
+    )
+
+    bindings = [
+        dict(replica.entries)["a"] for replica in trace.steps[-1].model.replicas
+    ]
+
+    assert [(Target(1, None), Version(4, 1))] * 2 == [
+        (entry.target, entry.version) for entry in bindings
+    ]
+    assert replay(trace, KIND.native_factory(), "native").first_failure is None
+
+
 def test_a_refused_network_step_is_recorded_as_refused() -> None:
     """Delivering a message that is not in flight makes no call."""
     trace = _record((*PROGRAM[:2], Deliver(0, 1, 3)))
@@ -258,9 +294,6 @@ def test_a_delivery_that_lowers_a_live_version_is_a_violation() -> None:
     newer = _state(("a", Target(1, None), Version(5, 1)), None)
     older = _state(("a", Target(1, None), Version(4, 1)), None)
     applied = ApplyReplica("a", Target(1, None), Version(4, 1))
-    from model.affinity.ops import Outcome  # noqa: PLC0415 - this test only
-    from model.replica.ops import Call  # noqa: PLC0415 - idem
-
     outcome = NetworkOutcome(
         (Call(0, applied, Outcome(value=ReplicaOutcome.REFRESHED)),)
     )
@@ -270,3 +303,23 @@ def test_a_delivery_that_lowers_a_live_version_is_a_violation() -> None:
     assert get("a_delivery_never_lowers_a_live_version").predicate(
         Step(older, Deliver(1, 0, 0), outcome, newer)
     )
+
+
+# ---- the gate's statistics -------------------------------------------------------
+
+
+def test_the_gate_summary_prints_the_network_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `network` record becomes one row of the gate's replica-network table."""
+    monkeypatch.setenv(stats.STATS_ENV, str(tmp_path))
+    counts = dict.fromkeys(COUNTS, 0) | {"dropped": 307, "convergence_checks": 480}
+    stats.record_network("NetworkRun", counts)
+    console = Console(record=True, width=400)
+
+    summarize(console, GateRun("pr", 0, None, stats.read_all(tmp_path), []))
+    text = console.export_text()
+    row = next(line for line in text.splitlines() if "NetworkRun" in line)
+
+    assert "replica network: messages and convergence checks" in text
+    assert ["307", "480"] == [cell for cell in row.split() if cell in {"307", "480"}]
