@@ -338,6 +338,7 @@ REPLICA_NETWORK_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
     ("programs_of_3_replicas", "3 replicas"),
     ("calls", "table calls"),
     ("sent", "sent"),
+    ("superseded", "superseded sent"),
     ("delivered", "delivered"),
     ("dropped", "dropped"),
     ("duplicated", "duplicated"),

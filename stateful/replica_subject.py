@@ -254,7 +254,14 @@ class ReplicaNetworkHarness(Harness[AffinityConfig, NetworkOp]):
         self.network.counts["calls"] += 1
         self._done.append((replica, report))
         published = report.model_view.published
-        self.network.send(replica, published, self.model.tables[replica].now_ns)
+        table = self.model.tables[replica]
+        if published:
+            state = table.state()
+            for update in published:
+                entry = state.entry(update.session_id)
+                if not isinstance(entry, Binding) or entry.version != update.version:
+                    self.network.counts["superseded"] += 1
+        self.network.send(replica, published, table.now_ns)
         if not report.ok:
             raise _Stopped
         return report

@@ -31,6 +31,7 @@ from model.affinity.ops import (
     ApplyReplica,
     Commit,
     EnableReplication,
+    Invalidate,
     NextVersion,
     Outcome,
     Release,
@@ -213,6 +214,27 @@ def test_after_a_partition_the_greater_version_wins_not_the_later_binding() -> N
     assert [(Target(1, None), Version(4, 1))] * 2 == [
         (entry.target, entry.version) for entry in bindings
     ]
+    assert replay(trace, KIND.native_factory(), "native").first_failure is None
+
+
+def test_an_invalidation_is_not_replicated_and_a_flush_restores_the_binding() -> None:
+    """Invalidating publishes nothing: the other replica re-sends the binding."""
+    trace = _record(
+        (
+            Local(0, EnableReplication(1)),
+            Local(1, EnableReplication(2)),
+            Local(0, Acquire("a", None)),
+            Local(0, Commit(1, Target(1, None))),
+            HealAndFlush(),
+            Local(0, Invalidate(2)),
+            HealAndFlush(),
+        )
+    )
+    invalidated, flushed = (trace.steps[index].model for index in (5, 6))
+
+    assert "a" not in dict(invalidated.replicas[0].entries)
+    assert "a" in dict(invalidated.replicas[1].entries)
+    assert Version(1, 1) == dict(flushed.replicas[0].entries)["a"].version
     assert replay(trace, KIND.native_factory(), "native").first_failure is None
 
 

@@ -35,6 +35,7 @@ IN_FLIGHT_MAX: Final[int] = 10_000
 COUNTS: Final[tuple[str, ...]] = (
     "calls",
     "sent",
+    "superseded",
     "lost",
     "delivered",
     "duplicated",
@@ -47,7 +48,10 @@ COUNTS: Final[tuple[str, ...]] = (
     "convergence_checks",
     "convergence_checks_non_vacuous",
 )
-"""What a network counts over its life (the gate's statistics)."""
+"""What a network counts over its life (the gate's statistics). `sent` and
+`lost` count link copies; `superseded` counts updates a replica published with
+a version its table no longer held (a commit of a hold taken before a replica
+update replaced the binding publishes the hold's version)."""
 
 
 @dataclass(frozen=True)

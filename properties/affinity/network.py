@@ -8,20 +8,27 @@ table call a network step makes (subject `affinity`).
 
 Convergence, and what 1.6.1 lets us promise (`replicas_agree_after_a_heal_and_flush`).
 A version is (sequence, writer); each writer's sequences only grow
-(`next_sequence.fetch_add`, `fetch_max` on every observed sequence), so a
-version names one binding and one target. An applied update never lowers a
-live binding's version: equal and greater versions of the same target refresh
-it, a strictly greater one moves it, anything else is a conflict; only an
-expired binding is replaced whatever the version (affinity.rs:641-709). So once
-every replica has received every live binding of every other, all live copies
-of a session carry the greatest live version. Three things stop a replica from
-holding that copy, and the check excuses exactly these: the session is
-initializing there (the update is ignored, affinity.rs:683); the replica has
-no entry for it and is full (`RejectedCapacity`, expired entries still count
-until the reaper collects them, affinity.rs:664-666); or the session is live
-nowhere. Leases do not stop convergence: a newer version moves a leased
-binding and keeps its leases. Nothing is promised without the flush: an
-invalidation, an expiry and a dropped update are never re-sent by the crate.
+(`next_sequence.fetch_add`, and `fetch_max` past every sequence a replica
+update carries: affinity.rs:629-639), so a version names one binding and one
+target. An applied update never lowers a live binding's version: an equal or
+greater version of the same target refreshes it, a strictly greater one moves
+it, anything else is a conflict; only an expired binding is replaced whatever
+the version (affinity.rs:641-708). So once every replica has received every
+live binding of every other, all live copies of a session carry the greatest
+live version -- the greatest, not the latest: a replica that used more
+sequences while partitioned wins over a binding made later elsewhere. Three
+things stop a replica from holding that copy, and the check excuses exactly
+these: the session is initializing there (the update is ignored,
+affinity.rs:669); the replica has no entry for it and is full
+(`RejectedCapacity`, expired entries count until the reaper collects them,
+affinity.rs:654-656); or the session is live nowhere. Leases do not stop
+agreement: a newer version moves a leased binding and keeps its leases. Soft
+and hard mode only change what is published (a soft commit elsewhere
+publishes a new version; a refused hard commit removes the binding). Nothing
+is promised without the flush: the crate publishes on commit, join and
+release only (affinity.rs:842-846, 888-921), never re-sends a dropped update,
+and publishes nothing on invalidation (affinity.rs:925-965) or expiry, so an
+invalidated binding stays live elsewhere and a flush brings it back.
 """
 
 from __future__ import annotations
