@@ -238,6 +238,37 @@ def test_an_invalidation_is_not_replicated_and_a_flush_restores_the_binding() ->
     assert replay(trace, KIND.native_factory(), "native").first_failure is None
 
 
+def test_a_stale_hold_sends_a_superseded_binding_to_a_third_replica() -> None:
+    """A hold's commit publishes the hold's version, though a newer one replaced it."""
+    ops = (
+        Local(0, EnableReplication(1)),
+        Local(1, EnableReplication(2)),
+        Local(2, EnableReplication(3)),
+        Local(0, Acquire("a", None)),
+        Local(0, Commit(1, Target(1, None))),
+        Local(0, Acquire("a", None)),
+        Local(1, Acquire("a", None)),
+        Local(1, Commit(1, Target(2, None))),
+        Deliver(1, 0, 0),
+        Drop(0, 2, 0),
+        Drop(1, 2, 0),
+        Local(0, Commit(3, Target(1, None))),
+        Deliver(0, 2, 0),
+    )
+    setup = ReplicaSetup(CONFIG, 3, ("a", "b"))
+    trace = KIND.record(setup, ops, "A stale hold's commit.")
+    harness = KIND.harness(setup, KIND.native_factory())
+    reports = [harness.step(op) for op in ops]
+
+    last = trace.steps[-1]
+    served = [dict(replica.entries)["a"].target for replica in last.model.replicas]
+
+    assert [ReplicaOutcome.INSERTED] == last.expected.outcomes()
+    assert [Target(2, None), Target(2, None), Target(1, None)] == served
+    assert 1 == harness.network.counts["superseded"]
+    assert all(report.ok for report in reports)
+
+
 def test_a_refused_network_step_is_recorded_as_refused() -> None:
     """Delivering a message that is not in flight makes no call."""
     trace = _record((*PROGRAM[:2], Deliver(0, 1, 3)))
