@@ -333,38 +333,37 @@ def _coverage(records: list[dict[str, Any]]) -> Table:
     return table
 
 
-REPLICA_NETWORK_COLUMNS: Final[tuple[tuple[str, str], ...]] = (
-    ("programs_of_2_replicas", "2 replicas"),
-    ("programs_of_3_replicas", "3 replicas"),
+REPLICA_NETWORK_ROWS: Final[tuple[tuple[str, str], ...]] = (
+    ("programs_of_2_replicas", "programs of 2 replicas"),
+    ("programs_of_3_replicas", "programs of 3 replicas"),
     ("calls", "table calls"),
     ("sent", "sent"),
-    ("superseded", "superseded sent"),
+    ("superseded", "published superseded"),
     ("delivered", "delivered"),
     ("dropped", "dropped"),
     ("duplicated", "duplicated"),
     ("reordered", "reordered"),
     ("lost", "lost to partitions"),
     ("partitions", "partitions"),
-    ("flush_deliveries", "flushed"),
+    ("flush_deliveries", "delivered by flushes"),
     ("convergence_checks", "convergence checks"),
-    ("convergence_checks_non_vacuous", "non-vacuous"),
+    ("convergence_checks_non_vacuous", "checks non-vacuous"),
 )
-"""(count, column) of the replica-network table, in order."""
+"""(count, row label) of the replica-network table, in order."""
 
 
 def _replica_network(records: list[dict[str, Any]]) -> Table | None:
-    """Per replica-network run: what its network did, how often replicas agreed."""
+    """What each replica-network run's network did, one row per count."""
     runs = [record for record in records if record["kind"] == "network"]
     if not runs:
         return None
-    table = Table(title="replica network: messages and convergence checks")
-    table.add_column("machine")
-    for _, column in REPLICA_NETWORK_COLUMNS:
-        table.add_column(column, justify="right")
+    table = Table(title="replica network")
+    table.add_column("count")
     for record in runs:
-        counts = record.get("counts", {})
-        cells = [str(counts.get(count, 0)) for count, _ in REPLICA_NETWORK_COLUMNS]
-        table.add_row(record["name"], *cells)
+        table.add_column(record["name"], justify="right")
+    for count, label in REPLICA_NETWORK_ROWS:
+        cells = [str(record.get("counts", {}).get(count, 0)) for record in runs]
+        table.add_row(label, *cells)
     return table
 
 

@@ -372,7 +372,25 @@ def test_the_gate_summary_prints_the_network_counts(
 
     summarize(console, GateRun("pr", 0, None, stats.read_all(tmp_path), []))
     text = console.export_text()
-    row = next(line for line in text.splitlines() if "NetworkRun" in line)
+    rows = {
+        line.split("│")[1].strip(): line for line in text.splitlines() if "│" in line
+    }
 
-    assert "replica network: messages and convergence checks" in text
-    assert ["307", "480"] == [cell for cell in row.split() if cell in {"307", "480"}]
+    assert "replica network" in text
+    assert "NetworkRun" in text
+    assert "307" in rows["dropped"]
+    assert "480" in rows["convergence checks"]
+
+
+def test_the_corpus_catches_the_replica_canary() -> None:
+    """The two-writer corpus trace diverges against every replica canary."""
+    corpus = Path(__file__).resolve().parent.parent / "ci" / "replay" / "corpus"
+    trace = load(corpus / "replica_two_writers_bind_one_session_at_once.json")
+
+    survivors = [
+        name
+        for name, factory in sorted(CANARIES.items())
+        if replay(trace, factory, name).first_failure is None
+    ]
+
+    assert [] == survivors
