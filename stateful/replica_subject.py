@@ -9,10 +9,12 @@ replica's *model* publishes is what the network carries; the system under
 test's publications are compared with the model's by `states_agree` at the
 same call.
 
-A network step (`model.replica.ops`) makes zero or more table calls. The
-step's report holds them all in order: the outcome is the sequence of calls
-with each side's answer, the views are each called replica's observations.
-The first call that fails a check ends the step (its report says which).
+A network step (`model.replica.ops`) makes zero or more table calls, chosen
+from the reference models and the network only, so a call that fails a check
+does not change which calls follow (the models and the network evolve as in
+the recording, whatever the system under test does). The step's report holds
+them all in order: the outcome is the sequence of calls with each side's
+answer, the views are each called replica's observations.
 After a complete `HealAndFlush` every replica is observed once more on both
 sides, so the agreement the catalogue checks on the models is also the
 crate's. The network's own properties (subject `replica`) are evaluated on
@@ -155,8 +157,24 @@ class ReplicaSubject(Subject[AffinityConfig, NetworkOp]):
         return _first_difference(model_view, sut_view)
 
 
-class _Stopped(Exception):  # noqa: N818 - control flow, not an error
-    """A table call failed a check; the network step ends there."""
+def _outcomes(
+    done: Sequence[tuple[int, StepReport[Op]]], refused: str
+) -> tuple[NetworkOutcome, NetworkOutcome]:
+    """The model's and the system's outcome of a step's calls.
+
+    Where they differ, each names the first call that differs (and its place)
+    when printed, so a long flush reads as the one call that went wrong.
+    """
+    expected = tuple(Call(r, report.op, report.expected) for r, report in done)
+    actual = tuple(Call(r, report.op, report.actual) for r, report in done)
+    for place, (wanted, got) in enumerate(zip(expected, actual, strict=True), 1):
+        if wanted != got:
+            where = f"call {place} of {len(done)}: "
+            return (
+                NetworkOutcome(expected, refused, shown=where + str(wanted)),
+                NetworkOutcome(actual, refused, shown=where + str(got)),
+            )
+    return NetworkOutcome(expected, refused), NetworkOutcome(actual, refused)
 
 
 class ReplicaNetworkHarness(Harness[AffinityConfig, NetworkOp]):
@@ -205,34 +223,24 @@ class ReplicaNetworkHarness(Harness[AffinityConfig, NetworkOp]):
         self.ops.append(op)
         before = self.subject.snapshot(self.model)
         self._done = []
-        completed = True
-        try:
-            refused = self._carry_out(op)
-        except _Stopped:
-            refused, completed = "", False
+        refused = self._carry_out(op)
         after = self.subject.snapshot(self.model)
         done = self._done
         model_view: Views = tuple(
             (replica, report.model_view) for replica, report in done
         )
         sut_view: Views = tuple((replica, report.sut_view) for replica, report in done)
-        if completed and isinstance(op, HealAndFlush) and self.check_states:
+        if isinstance(op, HealAndFlush) and self.check_states:
             model_view += self.subject.observe(self.model.tables, after)
             sut_view += self.subject.observe(self.sut, after)
-        expected = NetworkOutcome(
-            tuple(Call(r, report.op, report.expected) for r, report in done), refused
-        )
-        actual = NetworkOutcome(
-            tuple(Call(r, report.op, report.actual) for r, report in done), refused
-        )
+        expected, actual = _outcomes(done, refused)
         violations = [name for _, report in done for name in report.violations]
         goals = [name for _, report in done for name in report.reached]
-        if completed:
-            network_step = Step(before, op, expected, after)
-            violations += violated("replica", "state", after)
-            violations += violated("replica", "step", network_step)
-            goals += reached("replica", "state", after)
-            goals += reached("replica", "step", network_step)
+        network_step = Step(before, op, expected, after)
+        violations += violated("replica", "state", after)
+        violations += violated("replica", "step", network_step)
+        goals += reached("replica", "state", after)
+        goals += reached("replica", "step", network_step)
         self.steps += 1
         return StepReport(
             index=self.steps,
@@ -262,8 +270,6 @@ class ReplicaNetworkHarness(Harness[AffinityConfig, NetworkOp]):
                 if not isinstance(entry, Binding) or entry.version != update.version:
                     self.network.counts["superseded"] += 1
         self.network.send(replica, published, table.now_ns)
-        if not report.ok:
-            raise _Stopped
         return report
 
     def _carry_out(self, op: NetworkOp) -> str:  # noqa: C901 - one case per operation

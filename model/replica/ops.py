@@ -8,7 +8,7 @@ a message by its link and its position there (0: the oldest in flight).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from model.affinity.ops import Op, Outcome, Value
 
@@ -123,6 +123,8 @@ class NetworkOutcome:
 
     calls: tuple[Call, ...] = ()
     refused: str = ""
+    shown: str = field(default="", compare=False)
+    """How to print it instead of every call (the harness names a differing one)."""
 
     @property
     def ok(self) -> bool:
@@ -144,6 +146,8 @@ class NetworkOutcome:
         return [call.outcome.value for call in self.calls]
 
     def __str__(self) -> str:
+        if self.shown:
+            return self.shown
         if self.refused:
             return f"refused: {self.refused}"
         return "; ".join(str(call) for call in self.calls) or "no call"
