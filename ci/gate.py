@@ -365,6 +365,39 @@ def _concurrency(records: list[dict[str, Any]]) -> Table:
             str(record["undecided"]),
             str(record["not_linearizable"]),
         )
+
+
+REPLICA_NETWORK_ROWS: Final[tuple[tuple[str, str], ...]] = (
+    ("programs_of_2_replicas", "programs of 2 replicas"),
+    ("programs_of_3_replicas", "programs of 3 replicas"),
+    ("calls", "table calls"),
+    ("sent", "sent"),
+    ("superseded", "published superseded"),
+    ("delivered", "delivered"),
+    ("dropped", "dropped"),
+    ("duplicated", "duplicated"),
+    ("reordered", "reordered"),
+    ("lost", "lost to partitions"),
+    ("partitions", "partitions"),
+    ("flush_deliveries", "delivered by flushes"),
+    ("convergence_checks", "convergence checks"),
+    ("convergence_checks_non_vacuous", "checks non-vacuous"),
+)
+"""(count, row label) of the replica-network table, in order."""
+
+
+def _replica_network(records: list[dict[str, Any]]) -> Table | None:
+    """What each replica-network run's network did, one row per count."""
+    runs = [record for record in records if record["kind"] == "network"]
+    if not runs:
+        return None
+    table = Table(title="replica network")
+    table.add_column("count")
+    for record in runs:
+        table.add_column(record["name"], justify="right")
+    for count, label in REPLICA_NETWORK_ROWS:
+        cells = [str(record.get("counts", {}).get(count, 0)) for record in runs]
+        table.add_row(label, *cells)
     return table
 
 
@@ -396,15 +429,18 @@ def summarize(console: Console, run: GateRun) -> None:
     for record in machines:
         for goal in sorted(set(record["goals"]) - set(record["goals_reached"])):
             console.print(f"{record['name']}: goal never reached: {goal}")
-    shrinks = [record for record in run.records if record["kind"] == "shrink"]
-    if shrinks:
-        console.print(_shrinks(shrinks))
-    coverage = [record for record in run.records if record["kind"] == "coverage"]
-    if coverage:
-        console.print(_coverage(coverage))
-    concurrency = [r for r in run.records if r["kind"] == "concurrency"]
-    if concurrency:
-        console.print(_concurrency(concurrency))
+    by_kind = (
+        ("shrink", _shrinks),
+        ("coverage", _coverage),
+        ("concurrency", _concurrency),
+    )
+    for kind, table_of in by_kind:
+        records = [record for record in run.records if record["kind"] == kind]
+        if records:
+            console.print(table_of(records))
+    replica_network = _replica_network(run.records)
+    if replica_network is not None:
+        console.print(replica_network)
     if run.found:
         console.print(_found(run.found))
     verdict = {0: "PASS", 1: "FAIL"}.get(run.returncode, "ERROR")

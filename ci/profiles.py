@@ -137,6 +137,28 @@ def pytest_configure() -> None:
     import_project_modules()
 
 
+REPLICA_NETWORK_EXAMPLES = {
+    "dev": 10,
+    "ci": 200,
+    "ci-seeded": 200,
+    "nightly": 2_000,
+    "nightly-seeded": 2_000,
+    "fuzz": 100,
+}
+"""Programs of the replica-network machine per profile (each network step is
+several table calls, so fewer programs fit the pr budget); other profiles
+keep their own count."""
+
+
+def replica_network_settings() -> settings:
+    """The loaded profile, with the replica-network machine's program count."""
+    name = settings.get_current_profile_name()
+    current = settings.default
+    assert current is not None
+    examples = REPLICA_NETWORK_EXAMPLES.get(name, current.max_examples)
+    return settings(current, max_examples=examples)
+
+
 CANARY_SETTINGS = settings(
     max_examples=300,
     stateful_step_count=STEPS_PER_PROGRAM["ci"],

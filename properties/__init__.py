@@ -4,7 +4,7 @@ Importing this package registers every property. `python -m properties`
 prints the catalogue; `--markdown` prints the auditors' Markdown.
 """
 
-from properties.affinity import conservation, coverage, lease, replica, ttl
+from properties.affinity import conservation, coverage, lease, network, replica, ttl
 from properties.queue import invariants as queue
 from properties.registry import Property, Step, get, properties, reached, violated
 
@@ -15,6 +15,7 @@ __all__ = [
     "coverage",
     "get",
     "lease",
+    "network",
     "properties",
     "queue",
     "reached",

@@ -30,7 +30,7 @@ def _statement(prop: Property) -> str:
 def markdown() -> str:
     """The catalogue as Markdown, one table per subject."""
     lines = [_HEADER]
-    for subject in ("affinity", "queue"):
+    for subject in ("affinity", "queue", "replica"):
         rows = properties(subject=subject)
         if not rows:
             continue

@@ -22,7 +22,7 @@ from typing import Any, Literal, TypeVar
 
 Kind = Literal["always", "sometimes"]
 Over = Literal["state", "step", "refusal"]
-Subject = Literal["affinity", "queue"]
+Subject = Literal["affinity", "queue", "replica"]
 
 _F = TypeVar("_F", bound=Callable[..., bool])
 

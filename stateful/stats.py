@@ -13,6 +13,7 @@ Record kinds:
 * `coverage`: the share of a bounded graph's states and edges a machine took;
 * `concurrency`: concurrent histories checked for linearizability -- how
   many, how long, on how many threads, and the search states it took.
+* `network`: a replica-network machine's message and convergence counts.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
@@ -32,7 +33,7 @@ STATS_ENV: Final[str] = "VERIFY_STATS_DIR"
 RECORDS_MAX: Final[int] = 10_000
 _UNSAFE: Final[re.Pattern[str]] = re.compile(r"[^A-Za-z0-9_.-]+")
 
-Kind = Literal["machine", "shrink", "coverage", "concurrency"]
+Kind = Literal["machine", "shrink", "coverage", "concurrency", "network"]
 
 
 class MachineStats(Protocol):
@@ -125,6 +126,11 @@ def record_coverage(row: dict[str, Any]) -> Path | None:
             "edges": row["edges"],
         },
     )
+
+
+def record_network(name: str, counts: Mapping[str, int]) -> Path | None:
+    """Record what a replica-network machine's network did, summed over its run."""
+    return write("network", name, {"counts": dict(sorted(counts.items()))})
 
 
 def read_all(directory: Path) -> list[dict[str, Any]]:

@@ -10,14 +10,19 @@ from __future__ import annotations
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from ci.canaries import affinity, queue
+from ci.canaries import affinity, queue, replica
 from ci.profiles import CANARY_SETTINGS, selected_profile
 from stateful import capture
 from stateful.affinity_machine import AffinityMachine
 from stateful.machine import DifferentialMachine
 from stateful.queue_machine import QueueMachine
+from stateful.replica_network import ReplicaNetworkMachine
 
-SUBJECTS = {"affinity": (affinity, AffinityMachine), "queue": (queue, QueueMachine)}
+SUBJECTS = {
+    "affinity": (affinity, AffinityMachine),
+    "queue": (queue, QueueMachine),
+    "replica": (replica, ReplicaNetworkMachine),
+}
 QUEUE_NATIVE = frozenset({"late_stats", "lax_request_limit", "lifo_ties"})
 
 

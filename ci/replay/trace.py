@@ -40,6 +40,7 @@ from stateful.harness import Harness
 KINDS: Final[Mapping[str, str]] = {
     "affinity": "ci.replay.affinity",
     "queue": "ci.replay.queue",
+    "replica": "ci.replay.replica",
 }
 """Subject name -> the module whose `KIND` reads and writes its traces."""
 

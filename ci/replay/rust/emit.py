@@ -309,7 +309,10 @@ def rustfmt(source: str) -> str:
 
 def export(trace: Trace, name: str, capabilities: CapabilitiesSource) -> str:
     """The trace as one formatted Rust test named `name`."""
-    writer = importlib.import_module(WRITERS[trace.header.subject])
+    subject = trace.header.subject
+    if subject not in WRITERS:
+        raise ExportError(f"{subject} traces have no Rust export")
+    writer = importlib.import_module(WRITERS[subject])
     test: RustTest = writer.write(trace, test_name(name), capabilities)
     return rustfmt(test.render())
 

@@ -1,0 +1,1 @@
+"""The replica network: in-flight updates between affinity tables, and its steps."""
