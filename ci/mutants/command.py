@@ -1,7 +1,10 @@
-"""Mutation benchmark: how many source mutants of the pinned crate the suite catches.
+"""Mutation sweep: how many source mutants of the pinned crate the suite catches.
 
-For every mutant of `src/services/selection/affinity.rs` and
-`src/scheduling/policy_queue.rs` (operators and exclusions: `ci/mutants/operators.py`)::
+The set: cargo-mutants' mutants of `src/services/selection/affinity.rs` and
+`src/scheduling/policy_queue.rs` plus our operators' that it does not generate
+(`ci/mutants/cargo_mutants.py`, `ci/mutants/operators.py`). A run takes one
+shard of it (`--shard K/N`: every N-th mutant of the id-sorted set) or the
+`--ids` given, and for each mutant, in id order::
 
     1. apply it to a work copy of the pinned crate;
     2. rebuild the binding against that copy (one CARGO_TARGET_DIR, so the
@@ -26,8 +29,9 @@ tests that fail there (for example the check that the extension comes from
 crates.io, which a path build cannot pass) are deselected for every mutant and
 listed in the report.
 
-Output: `ci/artifacts/mutants/<utc-stamp>/report.json`, `report.md` and
-`logs/`, with `ci/artifacts/mutants/latest` pointing at the newest run.
+Output: `ci/artifacts/mutants/<utc-stamp>-<K>of<N>/report.json`, `report.md`
+and `logs/` (`ci/mutants/report.py`), with `ci/artifacts/mutants/latest`
+pointing at the newest run; `python -m ci.mutants merge DIR...` joins shards.
 Commands and timings: `ci/MUTANTS.md`.
 """
 

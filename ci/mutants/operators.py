@@ -34,6 +34,7 @@ the same functions' bodies with the same values).
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Callable, Iterator
@@ -76,14 +77,9 @@ class Mutant:
         """One line: where and what, e.g. `affinity.rs:517 cmp_boundary '<=' -> '<'`."""
         if self.name:
             return self.name
-        original = " ".join(self.original.split())
-        replacement = " ".join(self.replacement.split())
-        if len(original) > 60:
-            original = original[:57] + "..."
-        if len(replacement) > 60:
-            replacement = replacement[:57] + "..."
-        name = Path(self.file).name
-        return f"{name}:{self.line} {self.operator} {original!r} -> {replacement!r}"
+        return _describe(
+            self.file, self.line, self.operator, self.original, self.replacement
+        )
 
     def diff(self, text: str) -> str:
         """A unified diff (one line of context) of this mutant against `text`."""
@@ -390,6 +386,7 @@ def generate_ours(crate_root: Path) -> list[Mutant]:
             raise ValueError(f"{relative}: {len(found)} mutants exceed the cap")
         for start, end, operator, replacement in found:
             low, high, minimal = _minimal(text, start, end, replacement)
+            line = text.count("\n", 0, start) + 1
             mutants.append(
                 Mutant(
                     file=relative,
@@ -399,9 +396,26 @@ def generate_ours(crate_root: Path) -> list[Mutant]:
                     original=text[low:high],
                     replacement=minimal,
                     line=text.count("\n", 0, low) + 1,
+                    # Named by the edit as the operator made it, not the
+                    # reduced span (`'min' -> 'max'`, not `'in' -> 'ax'`).
+                    name=_describe(
+                        relative, line, operator, text[start:end], replacement
+                    ),
                 )
             )
-    return sorted(set(mutants), key=lambda m: (m.file, m.start, m.end, m.replacement))
+    unique = {dataclasses.replace(m, name=""): m for m in reversed(mutants)}
+    return sorted(
+        unique.values(),
+        key=lambda m: (m.file, m.start, m.end, m.replacement, m.operator),
+    )
+
+
+def _describe(relative: str, line: int, operator: str, old: str, new: str) -> str:
+    """`affinity.rs:517 cmp_boundary '<=' -> '<'`, long sides clipped."""
+    old, new = " ".join(old.split()), " ".join(new.split())
+    old = old if len(old) <= 60 else old[:57] + "..."
+    new = new if len(new) <= 60 else new[:57] + "..."
+    return f"{Path(relative).name}:{line} {operator} {old!r} -> {new!r}"
 
 
 def _minimal(text: str, start: int, end: int, replacement: str) -> tuple[int, int, str]:
