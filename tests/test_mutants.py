@@ -18,7 +18,14 @@ from ci.build_local import (
     pinned_source,
 )
 from ci.mutants import command as mutants
-from ci.mutants.cargo_mutants import apply_diff, minimal_change
+from ci.mutants.cargo_mutants import (
+    MutantSet,
+    ToolMissingError,
+    apply_diff,
+    minimal_change,
+    mutant_set,
+    tool_version,
+)
 from ci.mutants.operators import TARGET_FILES, Mutant, generate_ours, mask
 
 CRATE = pinned_source()
@@ -271,3 +278,62 @@ def test_a_link_failure_is_told_apart_from_a_mutant_that_does_not_compile() -> N
 
     assert is_link_failure(linker)
     assert not is_link_failure(rustc)
+
+
+@pytest.fixture(scope="module")
+def full_set(tmp_path_factory: pytest.TempPathFactory) -> MutantSet:
+    """The sweep's set, listed by the pinned cargo-mutants in a copy of the crate."""
+    try:
+        tool_version()
+    except ToolMissingError as error:
+        pytest.skip(str(error))  # optional tool: the sweep's own tests need it
+    crate = mutants.prepare_crate_tree(tmp_path_factory.mktemp("crate"))
+    return mutant_set(crate)
+
+
+def test_the_set_is_cargo_mutants_then_ours_without_duplicates(
+    full_set: MutantSet,
+) -> None:
+    """Ids name the generator and file; no mutant of ours repeats one of its."""
+    cargo = {
+        (m.file, m.start, m.end, m.replacement)
+        for m in full_set.mutants
+        if m.id.startswith("C")
+    }
+    ours = [m for m in full_set.mutants if m.id.startswith("O")]
+    counts = full_set.counts
+
+    assert [m.id for m in full_set.mutants] == sorted(m.id for m in full_set.mutants)
+    assert all(re.fullmatch(r"[CO][AQ]\d{3}", m.id) for m in full_set.mutants)
+    assert [] == [
+        m.id for m in ours if (m.file, m.start, m.end, m.replacement) in cargo
+    ]
+    assert len(cargo) == sum(c["cargo_mutants"] for c in counts.values())
+    assert len(ours) == sum(c["ours"] for c in counts.values())
+    assert {"arith_swap", "early_return"}.isdisjoint(m.operator for m in ours)
+
+
+def test_every_mutant_of_the_set_changes_the_pristine_file(full_set: MutantSet) -> None:
+    """Each applies to the pinned source and yields a different text."""
+    texts = {r: (CRATE / r).read_text(encoding="utf-8") for r in TARGET_FILES}
+
+    unchanged = [
+        m.id for m in full_set.mutants if m.apply(texts[m.file]) == texts[m.file]
+    ]
+
+    assert [] == unchanged
+
+
+def test_the_smoke_mutant_is_one_of_ours_in_the_set(full_set: MutantSet) -> None:
+    """cargo-mutants has no `<=` to `<`; our cmp_boundary keeps it in the set."""
+    smoke = mutants.expiry_mutant(CRATE)
+
+    found = [
+        m.id
+        for m in full_set.mutants
+        if (m.file, m.start, m.end, m.replacement)
+        == (smoke.file, smoke.start, smoke.end, smoke.replacement)
+    ]
+
+    assert 1 == len(found)
+    assert found[0].startswith("OA")
