@@ -1,4 +1,7 @@
-"""The mutation benchmark's generator, plan, verdicts and local-build staging."""
+"""The mutation sweep's generators, verdicts and local-build staging.
+
+Sharding, merging and the command line: tests/test_mutants_shards.py.
+"""
 
 from __future__ import annotations
 
@@ -15,15 +18,23 @@ from ci.build_local import (
     pinned_source,
 )
 from ci.mutants import command as mutants
-from ci.mutants.operators import TARGET_FILES, Mutant, generate, mask
+from ci.mutants.cargo_mutants import (
+    MutantSet,
+    ToolMissingError,
+    apply_diff,
+    minimal_change,
+    mutant_set,
+    tool_version,
+)
+from ci.mutants.operators import TARGET_FILES, Mutant, generate_ours, mask
 
 CRATE = pinned_source()
 
 
 @pytest.fixture(scope="module")
 def generated() -> list[Mutant]:
-    """Every mutant of the pinned crate."""
-    return generate(CRATE)
+    """Every mutant our operators make of the pinned crate."""
+    return generate_ours(CRATE)
 
 
 def _offset(relative: str, pattern: str) -> int:
@@ -69,8 +80,6 @@ def test_every_operator_produces_mutants_in_both_files(generated: list[Mutant]) 
         "literal",
         "stmt_delete",
         "swap_call",
-        "arith_swap",
-        "early_return",
     }
 
     actual = {m.operator for m in generated}
@@ -79,26 +88,77 @@ def test_every_operator_produces_mutants_in_both_files(generated: list[Mutant]) 
     assert set(TARGET_FILES) == {m.file for m in generated}
 
 
-def test_mutant_ids_and_order_are_the_same_on_every_generation(
+def test_our_mutants_and_their_order_are_the_same_on_every_generation(
     generated: list[Mutant],
 ) -> None:
-    """Generating twice gives the same ids, edits and order."""
-    again = generate(CRATE)
+    """Generating twice gives the same edits in the same order, none twice."""
+    again = generate_ours(CRATE)
 
     assert generated == again
-    assert len({m.id for m in generated}) == len(generated)
+    assert len({(m.file, m.start, m.end, m.replacement) for m in generated}) == len(
+        generated
+    )
+
+
+def test_every_mutant_is_its_minimal_span(generated: list[Mutant]) -> None:
+    """Ours are reduced like cargo-mutants' diffs, so duplicates compare equal."""
+    texts = {r: (CRATE / r).read_text(encoding="utf-8") for r in TARGET_FILES}
+
+    wider = [
+        m.id or m.describe()
+        for m in generated
+        if (m.start, m.end, m.replacement)
+        != minimal_change(texts[m.file], m.apply(texts[m.file]))
+    ]
+
+    assert [] == wider
+
+
+def test_a_unified_diff_applies_back_to_the_mutated_file(
+    generated: list[Mutant],
+) -> None:
+    """apply_diff(text, mutant.diff(text)) is the mutated text, for every kind."""
+    texts = {r: (CRATE / r).read_text(encoding="utf-8") for r in TARGET_FILES}
+    one_per_operator = {m.operator: m for m in generated}
+
+    applied = {
+        name: apply_diff(texts[m.file], m.diff(texts[m.file]))
+        for name, m in sorted(one_per_operator.items())
+    }
+
+    assert {
+        name: m.apply(texts[m.file]) for name, m in sorted(one_per_operator.items())
+    } == applied
+
+
+def test_a_diff_whose_context_does_not_match_is_refused() -> None:
+    """A diff of another file's text raises instead of mutating the wrong line."""
+    text = (CRATE / mutants.AFFINITY_RS).read_text(encoding="utf-8")
+    diff = "@@ -1,1 +1,1 @@\n-not the first line\n+x\n"
+
+    with pytest.raises(ValueError, match="does not match"):
+        apply_diff(text, diff)
 
 
 def test_the_removed_lease_decrement_is_a_mutant(generated: list[Mutant]) -> None:
-    """Deleting `*active_leases -= 1;` removes whole lines and nothing else."""
+    """Deleting `*active_leases -= 1;` removes one whole line and nothing else."""
+    relative = mutants.AFFINITY_RS
+    text = (CRATE / relative).read_text(encoding="utf-8")
+    statement = "*active_leases -= 1;"
+
     deletions = [
-        m
+        m.apply(text)
         for m in generated
-        if m.operator == "stmt_delete" and m.original.strip() == "*active_leases -= 1;"
+        if m.operator == "stmt_delete"
+        and m.file == relative
+        and statement in m.original
     ]
 
     assert 2 == len(deletions)
-    assert all(m.original.endswith("\n") for m in deletions)
+    for mutated in deletions:
+        removed = set(text.splitlines()) - set(mutated.splitlines())
+        assert 1 == len(text.splitlines()) - len(mutated.splitlines())
+        assert {statement} == {line.strip() for line in removed}
 
 
 def test_masking_blanks_strings_comments_and_char_literals_only() -> None:
@@ -118,28 +178,14 @@ def test_masking_blanks_strings_comments_and_char_literals_only() -> None:
 def test_the_smoke_mutant_is_the_expiry_check_of_query_target(
     generated: list[Mutant],
 ) -> None:
-    """Exactly one mutant flips query_target's `<=` to `<`."""
-    mutant = mutants.expiry_mutant(generated, CRATE)
+    """The smoke mutant flips query_target's `<=` to `<`; ours generate it too."""
+    mutant = mutants.expiry_mutant(CRATE)
 
     pristine = (CRATE / mutant.file).read_text(encoding="utf-8")
-    assert "<" == mutant.replacement
     assert "*idle_deadline < Instant::now()" in mutant.apply(pristine)
-
-
-def test_a_seeded_sample_is_reproducible_and_shards_partition_it(
-    generated: list[Mutant],
-) -> None:
-    """The same seed gives the same order; the shards split it without overlap."""
-    whole, _ = mutants.parse_args(["--sample", "40", "--seed", "7"])
-    first, _ = mutants.parse_args(["--sample", "40", "--seed", "7", "--shard", "1/2"])
-    second, _ = mutants.parse_args(["--sample", "40", "--seed", "7", "--shard", "2/2"])
-
-    order = mutants.plan(generated, whole)
-    halves = mutants.plan(generated, first) + mutants.plan(generated, second)
-
-    assert order == mutants.plan(generated, whole)
-    assert sorted(order) == sorted(halves)
-    assert order != mutants.plan(generated, mutants.parse_args(["--sample", "4"])[0])
+    assert (mutant.start, mutant.end, mutant.replacement) in {
+        (m.start, m.end, m.replacement) for m in generated if m.file == mutant.file
+    }
 
 
 def test_our_verdict_names_the_failing_test_and_the_check() -> None:
@@ -218,56 +264,6 @@ def test_the_default_selection_names_existing_tests(relative: str) -> None:
     assert all("::" in path or path.endswith(".py") for path in paths)
 
 
-def _record(ident: str, ours: str | None, crate: str | None) -> mutants.MutantRecord:
-    return mutants.MutantRecord(
-        id=ident,
-        file=mutants.AFFINITY_RS,
-        line=1,
-        operator="literal",
-        description=ident,
-        diff="",
-        viable=ours is not None,
-        build_seconds=1.0,
-        ours=None if ours is None else mutants.Verdict(ours, 2.0),
-        crate=None if crate is None else mutants.Verdict(crate, 3.0),
-    )
-
-
-def test_kill_rates_count_caught_viable_mutants_and_timeouts_apart(
-    tmp_path: Path,
-) -> None:
-    """Unviable mutants are left out; a timeout is a kill only in the stop rate."""
-    config, _ = mutants.parse_args([])
-    run = mutants.Run(
-        config=config,
-        out=tmp_path,
-        crate=tmp_path,
-        build=mutants.LocalBuild(tmp_path, tmp_path, tmp_path),
-        pytree=tmp_path,
-        records=[
-            _record("A001", "caught", "missed"),
-            _record("A002", "missed", "caught"),
-            _record("A003", "timeout", "missed"),
-            _record("A004", "missed", "flaky"),
-            _record("A005", None, None),
-        ],
-    )
-
-    totals = mutants.totals(run)
-
-    assert (4, 1) == (totals["viable"], totals["unviable"])
-    assert (0.25, 0.25, 0.5) == (
-        totals["kill_rate_ours"],
-        totals["kill_rate_crate"],
-        totals["kill_rate_union"],
-    )
-    assert (0.5, 0.25, 0.75) == (
-        totals["stop_rate_ours"],
-        totals["stop_rate_crate"],
-        totals["stop_rate_union"],
-    )
-
-
 def test_a_link_failure_is_told_apart_from_a_mutant_that_does_not_compile() -> None:
     """Linker errors (a stale incremental cache) are retried, not counted unviable."""
     linker = (
@@ -282,3 +278,62 @@ def test_a_link_failure_is_told_apart_from_a_mutant_that_does_not_compile() -> N
 
     assert is_link_failure(linker)
     assert not is_link_failure(rustc)
+
+
+@pytest.fixture(scope="module")
+def full_set(tmp_path_factory: pytest.TempPathFactory) -> MutantSet:
+    """The sweep's set, listed by the pinned cargo-mutants in a copy of the crate."""
+    try:
+        tool_version()
+    except ToolMissingError as error:
+        pytest.skip(str(error))  # optional tool: the sweep's own tests need it
+    crate = mutants.prepare_crate_tree(tmp_path_factory.mktemp("crate"))
+    return mutant_set(crate)
+
+
+def test_the_set_is_cargo_mutants_then_ours_without_duplicates(
+    full_set: MutantSet,
+) -> None:
+    """Ids name the generator and file; no mutant of ours repeats one of its."""
+    cargo = {
+        (m.file, m.start, m.end, m.replacement)
+        for m in full_set.mutants
+        if m.id.startswith("C")
+    }
+    ours = [m for m in full_set.mutants if m.id.startswith("O")]
+    counts = full_set.counts
+
+    assert [m.id for m in full_set.mutants] == sorted(m.id for m in full_set.mutants)
+    assert all(re.fullmatch(r"[CO][AQ]\d{3}", m.id) for m in full_set.mutants)
+    assert [] == [
+        m.id for m in ours if (m.file, m.start, m.end, m.replacement) in cargo
+    ]
+    assert len(cargo) == sum(c["cargo_mutants"] for c in counts.values())
+    assert len(ours) == sum(c["ours"] for c in counts.values())
+    assert {"arith_swap", "early_return"}.isdisjoint(m.operator for m in ours)
+
+
+def test_every_mutant_of_the_set_changes_the_pristine_file(full_set: MutantSet) -> None:
+    """Each applies to the pinned source and yields a different text."""
+    texts = {r: (CRATE / r).read_text(encoding="utf-8") for r in TARGET_FILES}
+
+    unchanged = [
+        m.id for m in full_set.mutants if m.apply(texts[m.file]) == texts[m.file]
+    ]
+
+    assert [] == unchanged
+
+
+def test_the_smoke_mutant_is_one_of_ours_in_the_set(full_set: MutantSet) -> None:
+    """cargo-mutants has no `<=` to `<`; our cmp_boundary keeps it in the set."""
+    smoke = mutants.expiry_mutant(CRATE)
+
+    found = [
+        m.id
+        for m in full_set.mutants
+        if (m.file, m.start, m.end, m.replacement)
+        == (smoke.file, smoke.start, smoke.end, smoke.replacement)
+    ]
+
+    assert 1 == len(found)
+    assert found[0].startswith("OA")

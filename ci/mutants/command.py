@@ -1,7 +1,10 @@
-"""Mutation benchmark: how many source mutants of the pinned crate the suite catches.
+"""Mutation sweep: how many source mutants of the pinned crate the suite catches.
 
-For every mutant of `src/services/selection/affinity.rs` and
-`src/scheduling/policy_queue.rs` (operators and exclusions: `ci/mutants/operators.py`)::
+The set: cargo-mutants' mutants of `src/services/selection/affinity.rs` and
+`src/scheduling/policy_queue.rs` plus our operators' that it does not generate
+(`ci/mutants/cargo_mutants.py`, `ci/mutants/operators.py`). A run takes one
+shard of it (`--shard K/N`: every N-th mutant of the id-sorted set) or the
+`--ids` given, and for each mutant, in id order::
 
     1. apply it to a work copy of the pinned crate;
     2. rebuild the binding against that copy (one CARGO_TARGET_DIR, so the
@@ -26,8 +29,9 @@ tests that fail there (for example the check that the extension comes from
 crates.io, which a path build cannot pass) are deselected for every mutant and
 listed in the report.
 
-Output: `ci/artifacts/mutants/<utc-stamp>/report.json`, `report.md` and
-`logs/`, with `ci/artifacts/mutants/latest` pointing at the newest run.
+Output: `ci/artifacts/mutants/<utc-stamp>-<K>of<N>/report.json`, `report.md`
+and `logs/` (`ci/mutants/report.py`), with `ci/artifacts/mutants/latest`
+pointing at the newest run; `python -m ci.mutants merge DIR...` joins shards.
 Commands and timings: `ci/MUTANTS.md`.
 """
 
@@ -39,17 +43,14 @@ import fcntl
 import json
 import os
 import platform
-import random
 import re
 import shlex
 import signal
-import statistics
 import subprocess
 import sys
 import threading
 import time
 import tomllib
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -76,7 +77,27 @@ from ci.build_local import (
     tree_environment,
     write_if_changed,
 )
-from ci.mutants.operators import TARGET_FILES, Mutant, generate
+from ci.cli import OneLineParser, UsageError
+from ci.mutants.cargo_mutants import (
+    MutantSet,
+    ToolMissingError,
+    mutant_set,
+    tool_version,
+)
+from ci.mutants.operators import TARGET_FILES, Mutant
+from ci.mutants.report import (
+    OUTCOMES,
+    SIDES,
+    MergeError,
+    MutantRecord,
+    Verdict,
+    merge,
+    partition,
+    per_file,
+    survivors,
+    totals,
+    write,
+)
 
 AFFINITY_RS = "src/services/selection/affinity.rs"
 QUEUE_RS = "src/scheduling/policy_queue.rs"
@@ -133,9 +154,6 @@ CRATE_TIMEOUT_S_DEFAULT = 180
 BASELINE_TIMEOUT_S = 1_800
 BASELINE_RERUNS_MAX = 3  # deselection rounds before the baseline is declared broken
 DETAIL_CHARS_MAX = 200
-# caught: failed; missed: passed; timeout: killed at the limit; error: could not
-# run; flaky (crate only): a failure that did not repeat when rerun alone.
-OUTCOMES = ("caught", "missed", "timeout", "error", "flaky")
 PYTEST_ERROR_CODES = {2: "interrupted", 3: "internal error", 4: "usage", 5: "no tests"}
 
 console = Console(highlight=False)
@@ -244,17 +262,6 @@ def restore_file(crate: Path, relative: str) -> None:
 # --- one side's verdict -------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """One side's result on one mutant (or on the baseline)."""
-
-    outcome: str  # one of OUTCOMES
-    seconds: float
-    test_id: str = ""  # the first failing test
-    check: str = ""  # which comparison, invariant or assertion failed
-    detail: str = ""  # its first line
-
-
 def _clip(text: str) -> str:
     text = " ".join(text.split())
     if len(text) <= DETAIL_CHARS_MAX:
@@ -360,28 +367,21 @@ class Config:
     pytest_paths: tuple[str, ...]  # empty: PYTEST_PATHS_BY_FILE
     pytest_timeout_s: float | None  # None: twice the baseline plus 30 s
     crate_timeout_s: float
-    sample: int | None  # viable mutants to test (seeded order); None: all
-    seed: int
-    shard: tuple[int, int]  # (k, n), 1-based
+    shard: tuple[int, int]  # (k, n), 1-based: `report.partition`
     ids: tuple[str, ...]
     work_dir: Path
     out_root: Path
 
 
 def plan(mutants: Sequence[Mutant], config: Config) -> list[Mutant]:
-    """The order in which this run (this shard) tries mutants."""
+    """The mutants this run tries, in id order: its shard, or the `--ids` given."""
+    by_id = {mutant.id: mutant for mutant in mutants}
     if config.ids:
-        wanted = set(config.ids)
-        unknown = wanted - {mutant.id for mutant in mutants}
+        unknown = set(config.ids) - set(by_id)
         if unknown:
             raise MutantsError(f"unknown mutant ids: {sorted(unknown)}")
-        return [mutant for mutant in mutants if mutant.id in wanted]
-    order = list(mutants)
-    if config.sample is not None:
-        # A seeded shuffle for sampling, not for security.
-        random.Random(config.seed).shuffle(order)  # noqa: S311
-    index, count = config.shard
-    return order[index - 1 :: count]
+        return [by_id[i] for i in sorted(set(config.ids))]
+    return [by_id[i] for i in partition(list(by_id), config.shard)]
 
 
 def pytest_paths(config: Config, relative: str, tree: Path) -> list[str]:
@@ -445,31 +445,6 @@ class Baseline:
 
 
 @dataclass
-class MutantRecord:
-    """Everything recorded about one mutant."""
-
-    id: str
-    file: str
-    line: int
-    operator: str
-    description: str
-    diff: str
-    viable: bool
-    build_seconds: float
-    ours: Verdict | None = None
-    crate: Verdict | None = None
-
-    @property
-    def caught_by_either(self) -> bool:
-        """At least one side caught it."""
-        return any(v is not None and v.outcome == "caught" for v in self.sides())
-
-    def sides(self) -> tuple[Verdict | None, Verdict | None]:
-        """(ours, crate)."""
-        return self.ours, self.crate
-
-
-@dataclass
 class Run:
     """State of one benchmark run."""
 
@@ -478,8 +453,9 @@ class Run:
     crate: Path
     build: LocalBuild
     pytree: Path
-    mutants_total: int = 0
+    mutant_set: MutantSet | None = None
     planned: list[str] = field(default_factory=list)
+    git_commit: str = ""
     baselines: dict[str, Baseline] = field(default_factory=dict)
     records: list[MutantRecord] = field(default_factory=list)
     started_at: str = ""
@@ -649,7 +625,10 @@ def _build(run: Run) -> tuple[bool, float, str]:
 
 
 def _test_mutant(run: Run, mutant: Mutant, pristine: str) -> MutantRecord:
+    started = time.monotonic()
     apply_mutant(run.crate, mutant)
+    # The diff stays in the (uncommitted) logs: reports carry no crate source.
+    _write_log(run, f"{mutant.id}.diff", mutant.diff(pristine))
     builds: list[tuple[bool, float, str]] = []
 
     def rebuild() -> bool:
@@ -672,17 +651,17 @@ def _test_mutant(run: Run, mutant: Mutant, pristine: str) -> MutantRecord:
             line=mutant.line,
             operator=mutant.operator,
             description=mutant.describe(),
-            diff=mutant.diff(pristine),
             viable=viable,
             build_seconds=round(build_seconds, 1),
         )
         if ours is None:
             _write_log(run, f"{mutant.id}.build.txt", build_output)
-            return record
-        _write_log(run, f"{mutant.id}.pytest.txt", ours.output)
-        _write_log(run, f"{mutant.id}.cargo.txt", theirs.output)
-        record.ours = judge_pytest(ours)
-        record.crate = _confirmed(run, mutant, judge_crate(theirs), theirs)
+        else:
+            _write_log(run, f"{mutant.id}.pytest.txt", ours.output)
+            _write_log(run, f"{mutant.id}.cargo.txt", theirs.output)
+            record.ours = judge_pytest(ours)
+            record.crate = _confirmed(run, mutant, judge_crate(theirs), theirs)
+        record.seconds = round(time.monotonic() - started, 1)
         return record
     finally:
         restore_file(run.crate, mutant.file)
@@ -713,8 +692,8 @@ def _confirmed(
     return verdict
 
 
-def _progress(record: MutantRecord, done: int, viable_target: int | None) -> None:
-    goal = f"/{viable_target}" if viable_target else ""
+def _progress(record: MutantRecord, done: int, planned: int) -> None:
+    goal = f"/{planned}"
     if not record.viable:
         console.print(
             f"[dim]{record.id} unviable ({record.build_seconds:.0f} s)  "
@@ -738,11 +717,14 @@ def _progress(record: MutantRecord, done: int, viable_target: int | None) -> Non
 def execute(config: Config) -> Run:
     """Set up, take the baselines, and test the planned mutants."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = config.out_root / stamp
+    index, count = config.shard
+    out = config.out_root / (
+        f"{stamp}-ids" if config.ids else f"{stamp}-{index}of{count}"
+    )
     out.mkdir(parents=True, exist_ok=False)
     latest = config.out_root / "latest"
     latest.unlink(missing_ok=True)
-    latest.symlink_to(stamp)
+    latest.symlink_to(out.name)
     work = config.work_dir / "mutants"
     crate = prepare_crate_tree(work / "tree")
     run = Run(
@@ -756,10 +738,10 @@ def execute(config: Config) -> Run:
         ),
         pytree=work / "pytree",
         started_at=stamp,
+        git_commit=_git("rev-parse", "HEAD"),
     )
-    mutants = generate(crate)
-    run.mutants_total = len(mutants)
-    order = plan(mutants, config)
+    run.mutant_set = mutant_set(crate)
+    order = plan(run.mutant_set.mutants, config)
     run.planned = [mutant.id for mutant in order]
     try:
         _execute(run, order)
@@ -802,60 +784,17 @@ def _execute(run: Run, order: Sequence[Mutant]) -> None:
         relative: (pinned_source() / relative).read_text(encoding="utf-8")
         for relative in TARGET_FILES
     }
-    viable_count = 0
     for mutant in order:
-        if config.sample is not None and viable_count >= config.sample:
-            break
         record = _test_mutant(run, mutant, pristine[mutant.file])
         run.records.append(record)
-        viable_count += record.viable
         run.loop_seconds = time.monotonic() - loop_started
-        _progress(record, viable_count, config.sample)
+        _progress(record, len(run.records), len(order))
         write_reports(run)
     run.loop_seconds = time.monotonic() - loop_started
     run.finished = True
 
 
 # --- reports ------------------------------------------------------------------
-
-
-def _rate(part: int, whole: int) -> float | None:
-    return round(part / whole, 4) if whole else None
-
-
-def totals(run: Run) -> dict[str, Any]:
-    """Counts and kill rates over the viable mutants tested so far."""
-    viable = [record for record in run.records if record.viable]
-    ours = Counter(record.ours.outcome for record in viable if record.ours)
-    crate = Counter(record.crate.outcome for record in viable if record.crate)
-    union = sum(record.caught_by_either for record in viable)
-    detect = [
-        record.ours.seconds
-        for record in viable
-        if record.ours and record.ours.outcome == "caught"
-    ]
-    return {
-        "mutants_generated": run.mutants_total,
-        "tried": len(run.records),
-        "viable": len(viable),
-        "unviable": len(run.records) - len(viable),
-        "ours": dict(sorted(ours.items())),
-        "crate": dict(sorted(crate.items())),
-        "union_caught": union,
-        "kill_rate_ours": _rate(ours["caught"], len(viable)),
-        "kill_rate_crate": _rate(crate["caught"], len(viable)),
-        "kill_rate_union": _rate(union, len(viable)),
-        # A hang is not a pass either: the same rates counting timeouts as kills.
-        "stop_rate_ours": _rate(ours["caught"] + ours["timeout"], len(viable)),
-        "stop_rate_crate": _rate(crate["caught"] + crate["timeout"], len(viable)),
-        "stop_rate_union": _rate(sum(_stopped(r) for r in viable), len(viable)),
-        "ours_seconds_to_detect_median": (
-            round(statistics.median(detect), 1) if detect else None
-        ),
-        "ours_seconds_to_detect_max": round(max(detect), 1) if detect else None,
-        "setup_seconds": round(run.setup_seconds, 1),
-        "mutants_seconds": round(run.loop_seconds, 1),
-    }
 
 
 def _git(*arguments: str) -> str:
@@ -880,250 +819,69 @@ def _versions() -> dict[str, str]:
 
 
 def report_data(run: Run) -> dict[str, Any]:
-    """The JSON report."""
+    """One run's (one shard's) report.json: `ci/mutants/report.py` reads it back."""
     config = run.config
+    assert run.mutant_set is not None
+    records = run.records
     return {
+        "kind": "ids" if config.ids else "shard",
         "started_at": run.started_at,
         "finished": run.finished,
         "interrupted": run.interrupted,
-        "git_commit": _git("rev-parse", "HEAD"),
-        # The suite under test is the working tree copied at the start, edits
-        # included; these are the files that differed from the commit.
-        "git_changed_files": _git("status", "--porcelain").splitlines(),
+        "git_commit": run.git_commit,
         "versions": _versions(),
         "cpus": os.cpu_count(),
-        "command": [sys.executable, "-m", "ci.mutants", *sys.argv[1:]],
+        "command": ["python", "-m", "ci.mutants", *sys.argv[1:]],
+        "mutant_set": {
+            "tool": run.mutant_set.tool,
+            "fingerprint": run.mutant_set.fingerprint,
+            "counts": run.mutant_set.counts,
+            "ids": [mutant.id for mutant in run.mutant_set.mutants],
+        },
+        "shard": f"{config.shard[0]}/{config.shard[1]}",
         "config": {
             "pytest_options": list(config.pytest_options),
             "pytest_paths": list(config.pytest_paths) or PYTEST_PATHS_BY_FILE,
             "pytest_timeout_s": config.pytest_timeout_s,
             "crate_timeout_s": config.crate_timeout_s,
-            "sample": config.sample,
-            "seed": config.seed,
-            "shard": f"{config.shard[0]}/{config.shard[1]}",
             "ids": list(config.ids),
-            "work_dir": str(config.work_dir),
             "crate_test_filters": CRATE_TEST_FILTERS,
             "crate_test_features": CRATE_TEST_FEATURES,
         },
         "baselines": {key: asdict(value) for key, value in run.baselines.items()},
-        "totals": totals(run),
-        "survivors_ours": [
-            r.id for r in run.records if r.viable and not _caught(r.ours)
-        ],
-        "survivors_both": [
-            r.id for r in run.records if r.viable and not r.caught_by_either
-        ],
+        "setup_seconds": round(run.setup_seconds, 1),
+        "mutants_seconds": round(run.loop_seconds, 1),
         "planned": run.planned,
-        "mutants": [asdict(record) for record in run.records],
+        "totals": totals(records),
+        "per_file": per_file(records),
+        "survivors": {side: survivors(records, side) for side in SIDES},
+        "mutants": [record.as_json() for record in records],
     }
-
-
-def _caught(verdict: Verdict | None) -> bool:
-    return verdict is not None and verdict.outcome == "caught"
-
-
-def _stopped(record: MutantRecord) -> bool:
-    """Some side failed on the mutant or hung past its time limit."""
-    return any(
-        verdict is not None and verdict.outcome in {"caught", "timeout"}
-        for verdict in record.sides()
-    )
-
-
-def _percent(rate: float | None) -> str:
-    return "n/a" if rate is None else f"{100 * rate:.0f} %"
-
-
-def _head(*cells: str) -> list[str]:
-    """A Markdown table's header row and its separator."""
-    return [_row(*cells), _row(*["---"] * len(cells))]
-
-
-def _row(*cells: object) -> str:
-    return "| " + " | ".join(str(cell).replace("|", "/") for cell in cells) + " |"
-
-
-def _markdown_header(run: Run, data: dict[str, Any]) -> list[str]:
-    versions = data["versions"]
-    t = data["totals"]
-    paths = (
-        shlex.join(run.config.pytest_paths)
-        if run.config.pytest_paths
-        else "the component's test files (PYTEST_PATHS_BY_FILE)"
-    )
-    lines = [
-        f"# Mutation benchmark {run.started_at}",
-        "",
-        (
-            f"Crate {versions['crate']}, Hypothesis {versions['hypothesis']}, "
-            f"commit `{data['git_commit'][:12]}`, {data['cpus']} CPUs. "
-            f"Command: `{shlex.join(data['command'])}`."
-        ),
-        "",
-        (
-            f"Our suite: `pytest {shlex.join(run.config.pytest_options)}` on {paths}; "
-            f"the crate: `cargo test --lib --features {CRATE_TEST_FEATURES}` "
-            "with module filters."
-        ),
-        "",
-    ]
-    if run.interrupted:
-        lines += [f"**Run stopped early: {run.interrupted}.**", ""]
-    lines += [
-        *_head("", "ours", "crate's tests", "union"),
-        _row(
-            f"kill rate over {t['viable']} viable",
-            _percent(t["kill_rate_ours"]),
-            _percent(t["kill_rate_crate"]),
-            _percent(t["kill_rate_union"]),
-        ),
-        _row(
-            "caught or timed out",
-            _percent(t["stop_rate_ours"]),
-            _percent(t["stop_rate_crate"]),
-            _percent(t["stop_rate_union"]),
-        ),
-    ]
-    for outcome in OUTCOMES:
-        union = t["union_caught"] if outcome == "caught" else ""
-        ours = t["ours"].get(outcome, 0)
-        lines.append(_row(outcome, ours, t["crate"].get(outcome, 0), union))
-    lines += [
-        "",
-        (
-            f"{t['tried']} mutants tried of {t['mutants_generated']} generated; "
-            f"{t['unviable']} unviable (do not compile). "
-            f"Setup {t['setup_seconds'] / 60:.1f} min, "
-            f"mutants {t['mutants_seconds'] / 60:.1f} min. Our time to detect: "
-            f"median {t['ours_seconds_to_detect_median']} s, "
-            f"max {t['ours_seconds_to_detect_max']} s."
-        ),
-        "",
-    ]
-    return lines
-
-
-def _markdown_baselines(run: Run) -> list[str]:
-    lines = [
-        "## Baselines",
-        "",
-        *_head(
-            "file", "ours (s)", "our limit (s)", "deselected", "crate (s)", "skipped"
-        ),
-    ]
-    for relative, baseline in sorted(run.baselines.items()):
-        lines.append(
-            _row(
-                Path(relative).name,
-                f"{baseline.pytest_seconds:.0f}",
-                f"{baseline.pytest_timeout_s:.0f}",
-                ", ".join(baseline.pytest_deselected) or "-",
-                f"{baseline.crate_seconds:.0f}",
-                ", ".join(baseline.crate_skipped) or "-",
-            )
-        )
-    return [*lines, ""]
-
-
-def _markdown_survivors(run: Run) -> list[str]:
-    lines = ["## Survivors of our suite", ""]
-    survivors = [r for r in run.records if r.viable and not _caught(r.ours)]
-    if not survivors:
-        lines += ["None.", ""]
-    for record in survivors:
-        ours = record.ours.outcome if record.ours else "-"
-        crate = record.crate.outcome if record.crate else "-"
-        lines += [
-            f"### {record.id}: ours {ours}, crate {crate}",
-            "",
-            f"`{record.description}`",
-            "",
-            "```diff",
-            record.diff.rstrip(),
-            "```",
-            "",
-        ]
-    return lines
-
-
-def _markdown_mutants(run: Run) -> list[str]:
-    lines = [
-        "## Every mutant",
-        "",
-        *_head("id", "mutant", "ours", "s", "caught by (ours)", "crate", "caught by"),
-    ]
-    for record in run.records:
-        if record.ours is None or record.crate is None:
-            lines.append(
-                _row(record.id, f"`{record.description}`", "unviable", *[""] * 4)
-            )
-            continue
-        lines.append(
-            _row(
-                record.id,
-                f"`{record.description}`",
-                record.ours.outcome,
-                f"{record.ours.seconds:.0f}",
-                f"{record.ours.test_id} {record.ours.check}".strip(),
-                record.crate.outcome,
-                f"{record.crate.test_id} {record.crate.check}".strip(),
-            )
-        )
-    return lines
-
-
-def _markdown(run: Run, data: dict[str, Any]) -> str:
-    lines = [
-        *_markdown_header(run, data),
-        *_markdown_baselines(run),
-        *_markdown_survivors(run),
-        *_markdown_mutants(run),
-    ]
-    return "\n".join(lines) + "\n"
 
 
 def write_reports(run: Run) -> None:
     """Write report.json and report.md for the records so far."""
-    data = report_data(run)
-    (run.out / "report.json").write_text(json.dumps(data, indent=2) + "\n", "utf-8")
-    (run.out / "report.md").write_text(_markdown(run, data), "utf-8")
+    title = f"Mutation sweep {run.started_at}"
+    write(run.out, report_data(run), title)
 
 
 def print_summary(run: Run) -> None:
-    """A rich table of the totals and the survivors."""
-    t = totals(run)
+    """A rich table of the kill rates, then the survivors of our suite."""
+    t = totals(run.records)
     table = Table(title=f"mutants: {t['viable']} viable, {t['unviable']} unviable")
     for column in ("", "ours", "crate's tests", "union"):
         table.add_column(column)
-    table.add_row(
-        "kill rate",
-        _percent(t["kill_rate_ours"]),
-        _percent(t["kill_rate_crate"]),
-        _percent(t["kill_rate_union"]),
-    )
+    table.add_row("kill rate", *(_percent(t[s]["kill_rate"]) for s in SIDES))
     for outcome in OUTCOMES:
-        union = str(t["union_caught"]) if outcome == "caught" else ""
-        table.add_row(
-            outcome,
-            str(t["ours"].get(outcome, 0)),
-            str(t["crate"].get(outcome, 0)),
-            union,
-        )
+        table.add_row(outcome, *(str(t[s]["outcomes"].get(outcome, 0)) for s in SIDES))
     console.print(table)
-    survivors = Table(title="survivors of our suite")
-    for column in ("id", "mutant", "ours", "crate"):
-        survivors.add_column(column)
-    for record in run.records:
-        if record.viable and not _caught(record.ours):
-            survivors.add_row(
-                record.id,
-                record.description,
-                record.ours.outcome if record.ours else "-",
-                record.crate.outcome if record.crate else "-",
-            )
-    console.print(survivors)
+    for mutant_id in survivors(run.records, "ours"):
+        console.print(f"survivor of ours: {mutant_id}")
     console.print(f"report: {run.out / 'report.md'}")
+
+
+def _percent(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{100 * rate:.0f} %"
 
 
 # --- smoke: one mutant that must be caught ------------------------------------
@@ -1134,21 +892,29 @@ SMOKE_PYTEST_ARGS = (*PYTEST_OPTIONS_DEFAULT, "stateful/test_affinity_machine.py
 SMOKE_PYTEST_TIMEOUT_S = 600
 
 
-def expiry_mutant(mutants: Sequence[Mutant], crate: Path) -> Mutant:
-    """The mutant that flips query_target's `*idle_deadline <= now` to `<`."""
+def expiry_mutant(crate: Path) -> Mutant:
+    """The mutant that flips query_target's `*idle_deadline <= now` to `<`.
+
+    Written out here, not looked up in the set, so the smoke needs neither
+    cargo-mutants nor the operators; it is the minimal form of our
+    `cmp_boundary` mutant at that line (`<=` loses its `=`).
+    """
     text = (crate / AFFINITY_RS).read_text(encoding="utf-8")
-    lines = text.splitlines()
-    found = [
-        mutant
-        for mutant in mutants
-        if mutant.file == AFFINITY_RS
-        and mutant.operator == "cmp_boundary"
-        and mutant.original == "<="
-        and SMOKE_LINE in lines[mutant.line - 1]
-    ]
+    found = [m.start() for m in re.finditer(re.escape(SMOKE_LINE), text)]
     if len(found) != 1:
-        raise MutantsError(f"expected one smoke mutant, found {len(found)}")
-    return found[0]
+        raise MutantsError(f"expected one smoke site, found {len(found)}")
+    start = found[0] + SMOKE_LINE.index("<=") + 1
+    return Mutant(
+        file=AFFINITY_RS,
+        start=start,
+        end=start + 1,
+        operator="cmp_boundary",
+        original="=",
+        replacement="",
+        line=text.count("\n", 0, start) + 1,
+        id="smoke",
+        name=f"affinity.rs:{text.count(chr(10), 0, start) + 1} replace <= with <",
+    )
 
 
 @dataclass(frozen=True)
@@ -1174,7 +940,7 @@ def smoke(work_dir: Path, tree: Path) -> SmokeResult:
     work = work_dir / "smoke"
     with _work_lock(work):
         crate = prepare_crate_tree(work / "tree")
-        mutant = expiry_mutant(generate(crate), crate)
+        mutant = expiry_mutant(crate)
         build = LocalBuild(
             source=crate,
             binding_dir=work / "binding",
@@ -1228,19 +994,22 @@ def _work_lock(folder: Path) -> Iterator[None]:
 
 # --- command line -------------------------------------------------------------
 
+PROG = "python -m ci.mutants"
+EXIT_USAGE = 2
+
 
 def _shard(text: str) -> tuple[int, int]:
     match = re.fullmatch(r"(\d+)/(\d+)", text)
     if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
-        raise argparse.ArgumentTypeError("expected K/N with 1 <= K <= N")
+        raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N, got {text!r}")
     return int(match.group(1)), int(match.group(2))
 
 
 def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
-    """The run's configuration from the command line."""
-    parser = argparse.ArgumentParser(
-        prog="python -m ci.mutants",
-        description="Mutation benchmark of the suite against dynamo-kv-router.",
+    """The run's configuration from the command line (`UsageError`: one line)."""
+    parser = OneLineParser(
+        prog=PROG,
+        description="Mutation sweep of the suite against dynamo-kv-router.",
     )
     parser.add_argument("--list", action="store_true", help="print the plan and diffs")
     parser.add_argument(
@@ -1249,10 +1018,11 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         help="only check that the query_target expiry mutant is caught",
     )
     parser.add_argument(
-        "--sample", type=int, default=None, help="test N viable mutants (seeded order)"
+        "--shard",
+        type=_shard,
+        default=(1, 1),
+        help="K/N: every N-th mutant of the id-sorted set, from the K-th (1-based)",
     )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--shard", type=_shard, default=(1, 1), help="K/N, 1-based")
     parser.add_argument("--ids", default="", help="comma-separated mutant ids only")
     parser.add_argument(
         "--pytest-options",
@@ -1281,15 +1051,11 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         help="always finish with pip install -e . (default: only if needed)",
     )
     args = parser.parse_args(argv)
-    if args.sample is not None and args.sample < 1:
-        parser.error("--sample must be positive")
     config = Config(
         pytest_options=tuple(shlex.split(args.pytest_options)),
         pytest_paths=tuple(shlex.split(args.pytest_paths)),
         pytest_timeout_s=args.pytest_timeout,
         crate_timeout_s=args.crate_timeout,
-        sample=args.sample,
-        seed=args.seed,
         shard=args.shard,
         ids=tuple(i for i in args.ids.split(",") if i),
         work_dir=args.work_dir.resolve(),
@@ -1299,18 +1065,21 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
 
 
 def list_plan(config: Config) -> None:
-    """Print the planned mutants with ids and diffs."""
-    source = pinned_source()
-    order = plan(generate(source), config)
-    pristine = {
-        relative: (source / relative).read_text(encoding="utf-8")
-        for relative in TARGET_FILES
-    }
-    if config.sample is not None:
-        print(f"# seed {config.seed}: the first {config.sample} viable ones run")
-    for mutant in order:
-        print(f"{mutant.id}  {mutant.describe()}")
+    """Print the planned mutants with ids and diffs, then the set's counts."""
+    # Its own crate copy: a sweep running meanwhile mutates the one in `mutants/`.
+    with _work_lock(config.work_dir / "mutants-list"):
+        crate = prepare_crate_tree(config.work_dir / "mutants-list" / "tree")
+        listed = mutant_set(crate)
+        pristine = {
+            relative: (crate / relative).read_text(encoding="utf-8")
+            for relative in TARGET_FILES
+        }
+    for mutant in plan(listed.mutants, config):
+        print(f"{mutant.id}  {mutant.operator}  {mutant.describe()}")
         print(mutant.diff(pristine[mutant.file]))
+    print(f"# {listed.tool}, fingerprint {listed.fingerprint}")
+    for relative, counts in listed.counts.items():
+        print(f"# {relative}: {json.dumps(counts, sort_keys=True)}")
 
 
 def _main_smoke(work_dir: Path) -> int:
@@ -1322,7 +1091,7 @@ def _main_smoke(work_dir: Path) -> int:
         return 1
     verdict = result.verdict
     console.print(
-        f"{result.mutant.id} {result.mutant.describe()} built in "
+        f"{result.mutant.describe()} built in "
         f"{result.build_seconds:.0f} s against {result.extension['source']}: "
         f"ours {verdict.outcome} in {verdict.seconds:.0f} s "
         f"{verdict.test_id} {verdict.check}"
@@ -1330,20 +1099,62 @@ def _main_smoke(work_dir: Path) -> int:
     return 0 if verdict.outcome == "caught" else 1
 
 
+def main_merge(argv: Sequence[str]) -> int:
+    """`merge DIR... [--out DIR]`: one report from shards' reports; 2 on refusal."""
+    parser = OneLineParser(
+        prog=f"{PROG} merge", description="Merge shard reports into one."
+    )
+    parser.add_argument("folders", nargs="+", type=Path, help="shard run folders")
+    parser.add_argument(
+        "--out", type=Path, default=REPO / "ci" / "artifacts" / "mutants" / "merged"
+    )
+    try:
+        args = parser.parse_args(argv)
+        merged = merge(args.folders)
+    except (UsageError, MergeError) as error:
+        print(f"{PROG} merge: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    write(args.out, merged, "Mutation sweep, shards merged")
+    totals_ = merged["totals"]
+    print(
+        f"merged {len(args.folders)} report(s): {totals_['tried']} of "
+        f"{merged['coverage']['of']} mutants, kill rate ours "
+        f"{_percent(totals_['ours']['kill_rate'])}, crate "
+        f"{_percent(totals_['crate']['kill_rate'])}, union "
+        f"{_percent(totals_['union']['kill_rate'])}; {args.out / 'report.md'}"
+    )
+    return 0
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    """SIGTERM (a CI job cancelled) ends the run like Ctrl-C: report, clean up."""
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit code (0 ran, 1 failed to run)."""
-    config, args = parse_args(argv)
+    """Entry point: 0 ran, 1 could not run, 2 bad arguments or tool missing."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["merge"]:
+        return main_merge(arguments[1:])
+    try:
+        config, args = parse_args(arguments)
+        if not args.smoke:
+            tool_version()
+    except (UsageError, ToolMissingError) as error:
+        print(f"{PROG}: {error}", file=sys.stderr)
+        return EXIT_USAGE
     if args.list:
         list_plan(config)
         return 0
     if args.smoke:
         return _main_smoke(config.work_dir)
+    signal.signal(signal.SIGTERM, _terminate)
     try:
         with _work_lock(config.work_dir / "mutants"):
             run = execute(config)
         print_summary(run)
-    except MutantsError as error:
-        console.print(f"[red]cannot run the benchmark:[/red] {error}")
+    except (MutantsError, ToolMissingError) as error:
+        console.print(f"[red]cannot run the sweep:[/red] {error}")
         return 1
     except KeyboardInterrupt:
         console.print("[red]interrupted[/red]; the partial report is in the run folder")

@@ -1,0 +1,429 @@
+"""Reports of the mutation sweep: one shard's, and several shards merged.
+
+A shard's `report.json` holds the set it was cut from (tool, fingerprint, every
+id), its shard `K/N`, and one entry per mutant tried: per side (ours, the
+crate's own `cargo test`) the outcome, the seconds, the first failing test and
+the check that failed; the union outcome and its time to detect. `merge` reads
+several shards' reports, refuses any that do not belong together, and writes
+one report of the same shape; `report.md` is rendered from the JSON alone, so a
+merged report reads like a single run's.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+# caught: failed; missed: passed; timeout: killed at the limit; error: could not
+# run; flaky (crate only): a failure that did not repeat when rerun alone.
+OUTCOMES = ("caught", "missed", "timeout", "error", "flaky")
+SIDES = ("ours", "crate", "union")
+REPORT_NAME = "report.json"
+
+
+class MergeError(ValueError):
+    """Reports that cannot be merged (one line to print)."""
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One side's result on one mutant (or on the baseline)."""
+
+    outcome: str  # one of OUTCOMES
+    seconds: float
+    test_id: str = ""  # the first failing test
+    check: str = ""  # which comparison, invariant or assertion failed
+    detail: str = ""  # its first line
+
+
+@dataclass
+class MutantRecord:
+    """Everything recorded about one mutant (no source text: see `logs/<id>.diff`)."""
+
+    id: str
+    file: str
+    line: int
+    operator: str
+    description: str
+    viable: bool
+    build_seconds: float
+    seconds: float = 0.0  # wall time for this mutant, build and both sides
+    ours: Verdict | None = None
+    crate: Verdict | None = None
+
+    def union(self) -> Verdict | None:
+        """Either side's catch (the quicker), else the worse of the two outcomes."""
+        if self.ours is None or self.crate is None:
+            return None
+        caught = [v for v in (self.ours, self.crate) if v.outcome == "caught"]
+        if caught:
+            first = min(caught, key=lambda v: v.seconds)
+            side = "ours" if first is self.ours else "crate"
+            return Verdict(
+                "caught", first.seconds, first.test_id, f"{side}: {first.check}"
+            )
+        for outcome in ("timeout", "error", "flaky"):
+            if outcome in {self.ours.outcome, self.crate.outcome}:
+                return Verdict(outcome, max(self.ours.seconds, self.crate.seconds))
+        return Verdict("missed", max(self.ours.seconds, self.crate.seconds))
+
+    def as_json(self) -> dict[str, Any]:
+        """The report entry, with the union verdict."""
+        entry = asdict(self)
+        union = self.union()
+        entry["union"] = asdict(union) if union else None
+        return entry
+
+
+def record_from_json(entry: dict[str, Any]) -> MutantRecord:
+    """The inverse of `MutantRecord.as_json` (the union is derived, not read)."""
+
+    def verdict(side: str) -> Verdict | None:
+        return Verdict(**entry[side]) if entry.get(side) else None
+
+    return MutantRecord(
+        id=entry["id"],
+        file=entry["file"],
+        line=entry["line"],
+        operator=entry["operator"],
+        description=entry["description"],
+        viable=entry["viable"],
+        build_seconds=entry["build_seconds"],
+        seconds=entry["seconds"],
+        ours=verdict("ours"),
+        crate=verdict("crate"),
+    )
+
+
+def partition(ids: Sequence[str], shard: tuple[int, int]) -> list[str]:
+    """Shard K of N: every N-th id of the sorted set, starting at the K-th (1-based).
+
+    The shards of one N are disjoint and together cover the set; which shard a
+    mutant falls in depends only on the set, never on a seed or a clock.
+    """
+    index, count = shard
+    if not 1 <= index <= count:
+        raise ValueError(f"shard {index}/{count}: expected 1 <= K <= N")
+    return sorted(ids)[index - 1 :: count]
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 4) if whole else None
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
+
+
+def totals(records: Sequence[MutantRecord]) -> dict[str, Any]:
+    """Per side: outcome counts and kill rates over the viable mutants tried."""
+    viable = [r for r in records if r.viable]
+    result: dict[str, Any] = {
+        "tried": len(records),
+        "viable": len(viable),
+        "unviable": len(records) - len(viable),
+        "seconds_per_mutant_median": _median([r.seconds for r in records]),
+        "seconds_per_viable_mutant_median": _median([r.seconds for r in viable]),
+        "seconds_total": round(sum(r.seconds for r in records), 1),
+    }
+    for side in SIDES:
+        verdicts = [
+            v
+            for v in (
+                r.union() if side == "union" else getattr(r, side) for r in viable
+            )
+            if v is not None
+        ]
+        counts = Counter(v.outcome for v in verdicts)
+        detect = [v.seconds for v in verdicts if v.outcome == "caught"]
+        result[side] = {
+            "outcomes": dict(sorted(counts.items())),
+            "kill_rate": _rate(counts["caught"], len(viable)),
+            # A hang is not a pass either: caught or timed out.
+            "stop_rate": _rate(counts["caught"] + counts["timeout"], len(viable)),
+            "seconds_to_detect_median": _median(detect),
+            "seconds_to_detect_max": round(max(detect), 1) if detect else None,
+        }
+    return result
+
+
+def per_file(records: Sequence[MutantRecord]) -> dict[str, dict[str, Any]]:
+    """`totals` for each mutated file."""
+    files = sorted({r.file for r in records})
+    return {name: totals([r for r in records if r.file == name]) for name in files}
+
+
+def survivors(records: Sequence[MutantRecord], side: str) -> list[str]:
+    """Ids of viable mutants `side` did not catch."""
+    found = []
+    for record in records:
+        verdict = record.union() if side == "union" else getattr(record, side)
+        if record.viable and (verdict is None or verdict.outcome != "caught"):
+            found.append(record.id)
+    return found
+
+
+# --- merging -------------------------------------------------------------------
+
+
+def read_report(folder: Path) -> dict[str, Any]:
+    """A shard's report.json (`folder` is its run folder or the file itself)."""
+    path = folder if folder.suffix == ".json" else folder / REPORT_NAME
+    if not folder.exists():
+        raise MergeError(f"no such report folder: {folder}")
+    if not path.is_file():
+        raise MergeError(f"no {REPORT_NAME} in {folder}")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise MergeError(f"{path} is not JSON: {error}") from None
+    if not isinstance(data, dict) or "mutant_set" not in data or "shard" not in data:
+        raise MergeError(f"{path} is not a report of python -m ci.mutants")
+    return data
+
+
+def _shard_of(text: str) -> tuple[int, int]:
+    index, _, count = text.partition("/")
+    return int(index), int(count)
+
+
+def merge(folders: Sequence[Path]) -> dict[str, Any]:
+    """One report from several shards' reports of one set and one N.
+
+    Refused: a folder without a report; reports of different sets (fingerprint)
+    or different N; one shard given twice; a mutant reported twice (identical:
+    a duplicate; different: a conflict); a mutant outside its report's shard.
+    """
+    if not folders:
+        raise MergeError("merge needs at least one report folder")
+    reports = [(folder, read_report(folder)) for folder in folders]
+    first_folder, first = reports[0]
+    fingerprint = first["mutant_set"]["fingerprint"]
+    count = _shard_of(first["shard"])[1]
+    ids = list(first["mutant_set"]["ids"])
+    entries: dict[str, tuple[Path, dict[str, Any]]] = {}
+    shards: dict[int, Path] = {}
+    for folder, data in reports:
+        if data["mutant_set"]["fingerprint"] != fingerprint:
+            raise MergeError(
+                f"{folder} is of another mutant set "
+                f"({data['mutant_set']['fingerprint']}, not {fingerprint} "
+                f"of {first_folder})"
+            )
+        index, n = _shard_of(data["shard"])
+        if n != count:
+            raise MergeError(f"{folder} is shard {index}/{n}, not of N = {count}")
+        members = set(partition(ids, (index, n)))
+        for entry in data["mutants"]:
+            _take(entries, folder, entry, members, data["shard"])
+        if index in shards:
+            raise MergeError(
+                f"shard {index}/{count} given twice: {shards[index]} and {folder}"
+            )
+        shards[index] = folder
+    return _merged(reports, entries, shards, count)
+
+
+def _take(
+    entries: dict[str, tuple[Path, dict[str, Any]]],
+    folder: Path,
+    entry: dict[str, Any],
+    members: set[str],
+    shard: str,
+) -> None:
+    mutant = entry["id"]
+    if mutant not in members:
+        raise MergeError(f"{folder}: mutant {mutant} is not in shard {shard}")
+    if mutant in entries:
+        earlier, seen = entries[mutant]
+        kind = "duplicate entries" if seen == entry else "conflicting entries"
+        raise MergeError(f"{kind} for mutant {mutant} in {earlier} and {folder}")
+    entries[mutant] = (folder, entry)
+
+
+def _merged(
+    reports: Sequence[tuple[Path, dict[str, Any]]],
+    entries: dict[str, tuple[Path, dict[str, Any]]],
+    shards: dict[int, Path],
+    count: int,
+) -> dict[str, Any]:
+    first = reports[0][1]
+    records = [record_from_json(entries[key][1]) for key in sorted(entries)]
+    shard_rows = []
+    for folder, data in sorted(reports, key=lambda pair: _shard_of(pair[1]["shard"])):
+        planned = len(data["planned"])
+        shard_rows.append(
+            {
+                "shard": data["shard"],
+                "folder": folder.name,
+                "tried": len(data["mutants"]),
+                "planned": planned,
+                "complete": data["finished"] and len(data["mutants"]) == planned,
+                "git_commit": data["git_commit"],
+                "started_at": data["started_at"],
+            }
+        )
+    missing = [f"{k}/{count}" for k in range(1, count + 1) if k not in shards]
+    return {
+        "kind": "merged",
+        "mutant_set": first["mutant_set"],
+        "versions": first["versions"],
+        "shard": f"{len(shards)} of {count}",
+        "shards": shard_rows,
+        "shards_missing": missing,
+        "coverage": {"tried": len(records), "of": len(first["mutant_set"]["ids"])},
+        "totals": totals(records),
+        "per_file": per_file(records),
+        "survivors": {side: survivors(records, side) for side in SIDES},
+        "mutants": [record.as_json() for record in records],
+    }
+
+
+# --- Markdown ------------------------------------------------------------------
+
+
+def _percent(rate: float | None) -> str:
+    return "n/a" if rate is None else f"{100 * rate:.0f} %"
+
+
+def _row(*cells: object) -> str:
+    return "| " + " | ".join(str(cell).replace("|", "/") for cell in cells) + " |"
+
+
+def _head(*cells: str) -> list[str]:
+    return [_row(*cells), _row(*["---"] * len(cells))]
+
+
+def _rates(t: dict[str, Any], label: str) -> list[str]:
+    return [
+        _row(
+            f"{label}: kill rate over {t['viable']} viable",
+            *(
+                f"{_percent(t[s]['kill_rate'])} ({t[s]['outcomes'].get('caught', 0)})"
+                for s in SIDES
+            ),
+        )
+    ]
+
+
+def markdown(data: dict[str, Any], title: str) -> str:
+    """report.md from a report's JSON (one shard's or merged)."""
+    t = data["totals"]
+    mutant_set = data["mutant_set"]
+    versions = data["versions"]
+    lines = [
+        f"# {title}",
+        "",
+        (
+            f"Mutant set: {mutant_set['tool']}, {len(mutant_set['ids'])} mutants "
+            f"(fingerprint `{mutant_set['fingerprint']}`); crate "
+            f"{versions['crate']}, Hypothesis {versions['hypothesis']}. "
+            f"Shard {data['shard']}."
+        ),
+        "",
+    ]
+    if data.get("interrupted"):
+        lines += [f"**Run stopped early: {data['interrupted']}.**", ""]
+    lines += [
+        *_head("", "ours", "crate's tests", "union"),
+        *_rates(t, "all"),
+        *[
+            line
+            for name, file_totals in sorted(data["per_file"].items())
+            for line in _rates(file_totals, Path(name).name)
+        ],
+        _row(
+            "caught or timed out",
+            *(_percent(t[s]["stop_rate"]) for s in SIDES),
+        ),
+    ]
+    for outcome in OUTCOMES:
+        lines.append(_row(outcome, *(t[s]["outcomes"].get(outcome, 0) for s in SIDES)))
+    lines.append(
+        _row(
+            "time to detect, median / max (s)",
+            *(
+                f"{t[s]['seconds_to_detect_median']} / {t[s]['seconds_to_detect_max']}"
+                for s in SIDES
+            ),
+        )
+    )
+    lines += [
+        "",
+        (
+            f"{t['tried']} mutants tried, {t['unviable']} unviable (do not compile). "
+            f"Median {t['seconds_per_mutant_median']} s per mutant "
+            f"({t['seconds_per_viable_mutant_median']} s per viable one); "
+            f"{t['seconds_total'] / 60:.1f} min in all."
+        ),
+        "",
+    ]
+    if "shards" in data:
+        lines += ["## Shards", "", *_head("shard", "tried", "planned", "complete")]
+        lines += [
+            _row(row["shard"], row["tried"], row["planned"], row["complete"])
+            for row in data["shards"]
+        ]
+        lines += [
+            "",
+            f"Missing shards: {', '.join(data['shards_missing']) or 'none'}.",
+            "",
+        ]
+    lines += _survivor_lines(data)
+    lines += [
+        "## Every mutant",
+        "",
+        *_head(
+            "id",
+            "mutant",
+            "ours",
+            "caught by (ours)",
+            "crate",
+            "caught by",
+            "union",
+            "s",
+        ),
+    ]
+    for entry in data["mutants"]:
+        if not entry["viable"]:
+            lines.append(
+                _row(entry["id"], f"`{entry['description']}`", "unviable", *[""] * 5)
+            )
+            continue
+        ours, crate, union = entry["ours"], entry["crate"], entry["union"]
+        lines.append(
+            _row(
+                entry["id"],
+                f"`{entry['description']}`",
+                f"{ours['outcome']} {ours['seconds']:.0f} s",
+                f"{ours['test_id']} {ours['check']}".strip(),
+                f"{crate['outcome']} {crate['seconds']:.0f} s",
+                f"{crate['test_id']} {crate['check']}".strip(),
+                union["outcome"],
+                f"{entry['seconds']:.0f}",
+            )
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _survivor_lines(data: dict[str, Any]) -> list[str]:
+    by_id = {entry["id"]: entry for entry in data["mutants"]}
+    lines = ["## Survivors", ""]
+    for side, label in (("ours", "of our suite"), ("union", "of both suites")):
+        ids = data["survivors"][side]
+        lines.append(f"{len(ids)} {label}" + (":" if ids else "."))
+        lines += [f"- {i} `{by_id[i]['description']}`" for i in ids]
+        lines.append("")
+    return lines
+
+
+def write(folder: Path, data: dict[str, Any], title: str) -> None:
+    """report.json and report.md into `folder`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / REPORT_NAME).write_text(json.dumps(data, indent=2) + "\n", "utf-8")
+    (folder / "report.md").write_text(markdown(data, title), "utf-8")
