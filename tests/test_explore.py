@@ -142,6 +142,46 @@ def test_no_always_property_is_violated_within_a_ci_bound(name: str) -> None:
     assert [] == actual
 
 
+def test_non_vacuous_counts_match_a_recount_over_the_graph() -> None:
+    """Per always property: the states or edges where its antecedent held, recounted."""
+    exploration = _explored("picture")
+    graph, states = exploration.graph, exploration.states
+    edges = [
+        Step(states[u], op, data["outcome"], states[v])
+        for u, v, op, data in graph.edges(keys=True, data=True)
+    ]
+    recount: dict[str, tuple[int, int]] = {}
+    for prop in properties(subject="affinity", kind="always"):
+        values = states if prop.over == "state" else edges
+        assert prop.antecedent is not None
+        hits = [v for v in values if prop.antecedent.predicate(v)]
+        boundary = prop.boundary
+        at = 0 if boundary is None else sum(1 for v in hits if boundary.predicate(v))
+        recount[prop.name] = (len(hits), at)
+
+    actual = {
+        name: (counts["non_vacuous"], counts["boundary"])
+        for name, counts in exploration.exercise().items()
+    }
+
+    assert recount == actual
+    assert actual["a_rejected_clock_move_changes_nothing"][0] > 0
+
+
+def test_the_command_writes_per_property_counts_as_json(tmp_path: Path) -> None:
+    """`--json FILE`: per bound, its counts and each property's non-vacuous checks."""
+    out = tmp_path / "explore.json"
+
+    assert 0 == explore_cli.main(["--bound", "picture", "--json", str(out)])
+
+    document = json.loads(out.read_text())
+    picture = document["bounds"]["picture"]
+    assert "affinity" == document["subject"]
+    assert read_counts()["picture"]["states"] == picture["states"]
+    assert _explored("picture").exercise() == picture["properties"]
+    assert "a_replica_update_keeps_the_leases" in picture["never_non_vacuous"]
+
+
 @pytest.mark.parametrize("name", CI_BOUNDS)
 def test_a_ci_bound_reaches_exactly_the_goals_it_does_not_rule_out(name: str) -> None:
     """Each sometimes goal is reached unless declared out of reach, and only then."""
