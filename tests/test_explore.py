@@ -79,6 +79,11 @@ from stateful.queue_subject import ProfileSpec
 NIGHTLY_BOUNDS = tuple(b.name for b in BOUNDS if b.name not in CI_BOUNDS)
 SHORTEST = {"leaky_release_model": 3, "off_by_one_expiry_model": 4}
 """BFS-shortest counterexample lengths over the declared bounds."""
+FIRST_VIOLATED_IN = {
+    "leaky_release_model": "picture",
+    "off_by_one_expiry_model": "replica",
+}
+"""A small bound in which each broken model violates a property."""
 
 
 def _nightly_only() -> None:
@@ -343,6 +348,17 @@ def test_the_crate_agrees_on_every_edge_of_a_nightly_bound(name: str) -> None:
 
 
 # ---- counterexamples --------------------------------------------------------
+
+
+@pytest.mark.parametrize("canary", sorted(MODEL_CANARIES))
+def test_a_broken_models_violations_all_meet_their_antecedents(canary: str) -> None:
+    """Where a broken model first violates a property, its antecedent held there."""
+    bound = bound_named(FIRST_VIOLATED_IN[canary])
+
+    exploration = explore(bound, MODEL_CANARIES[canary], stop_at_first_violation=True)
+
+    assert exploration.violations
+    assert [] == exploration.misdeclared
 
 
 @pytest.mark.parametrize("canary", sorted(MODEL_CANARIES))
@@ -685,6 +701,21 @@ def test_only_the_drained_queue_goes_without_state_properties() -> None:
 
     assert 1 == len(drained)
     assert drained == without_view
+
+
+@pytest.mark.parametrize("canary", sorted(QUEUE_SHORTEST))
+def test_a_broken_queue_models_violations_all_meet_their_antecedents(
+    canary: str,
+) -> None:
+    """Where a broken queue model first violates a property, its antecedent held."""
+    bound = queue_bound_named("pair")
+
+    exploration = explore_queue(
+        bound, _canary_model(canary), stop_at_first_violation=True
+    )
+
+    assert exploration.violations
+    assert [] == exploration.misdeclared
 
 
 @pytest.mark.parametrize("canary", sorted(QUEUE_SHORTEST))

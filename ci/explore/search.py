@@ -133,6 +133,8 @@ class Exploration(Generic[BoundT, StateT, OpT]):
     """`always` property -> states (or edges) whose check was non-vacuous."""
     at_boundary: dict[str, int] = field(default_factory=dict)
     """`always` property -> states (or edges) whose check met its boundary."""
+    misdeclared: list[str] = field(default_factory=list)
+    """`always` properties violated where their antecedent was false."""
 
     @property
     def depth(self) -> int:
@@ -334,7 +336,10 @@ class _Search(Generic[BoundT, StateT, OpT]):
         for prop in props.always:
             holds = prop.predicate(value)
             assert prop.antecedent is not None
-            if not holds or prop.antecedent.predicate(value):
+            relevant = prop.antecedent.predicate(value)
+            if not holds and not relevant and prop.name not in result.misdeclared:
+                result.misdeclared.append(prop.name)
+            if not holds or relevant:
                 name = prop.name
                 result.non_vacuous[name] = result.non_vacuous.get(name, 0) + 1
                 if prop.boundary is not None and prop.boundary.predicate(value):

@@ -634,18 +634,16 @@ def deficits_are_never_negative(view: QueueView) -> bool:
     return all(cls.deficit >= 0 for cls in view.state.classes)
 
 
-def a_class_is_empty_after_entries_came(view: QueueView) -> bool:
-    """Some class is empty after the queue had accepted an entry."""
-    return view.state.next_seq > 0 and any(
-        not cls.entries for cls in view.state.classes
-    )
+def some_class_is_empty(view: QueueView) -> bool:
+    """Some class has no entries."""
+    return any(not cls.entries for cls in view.state.classes)
 
 
 @register(
     "queue",
     "always",
     "state",
-    antecedent=a_class_is_empty_after_entries_came,
+    antecedent=some_class_is_empty,
     reads=(f"{TABLE}._serve", f"{TABLE}.retain", f"{TABLE}.pop_next"),
     guards=(
         f"{QUEUE}::pop_candidate",
