@@ -7,7 +7,9 @@ machine records: evaluations, non-vacuous evaluations and boundary hits,
 summed over the machines of its subject and listed per machine, with the
 machines whose run left it vacuous. Its witness is the best program prefix
 found -- exercising the property at its boundary beats exercising it
-non-vacuously, then the shorter wins -- among the machines' witnesses
+non-vacuously, a program the crate can run beats one only the model can (a
+manual-clock table on a crate without one), then the shorter wins -- among the
+machines' witnesses
 (`ci/dossier/plugin.py`) and prefixes of the corpus traces
 (`ci/replay/corpus/`), which are replayed on the model here to find where each
 antecedent held. Every witness is written as a trace, replayed against the
@@ -29,7 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ci.cli import UsageError
-from ci.replay.command import factory_for, replay
+from ci.replay.command import BUILD_ERRORS, factory_for, replay
 from ci.replay.corpus import corpus_files
 from ci.replay.envelope import TraceError
 from ci.replay.trace import Trace, load, loads
@@ -78,6 +80,10 @@ class WitnessTrace:
         """Boundary first, then shorter, then a machine's over the corpus's."""
         return (not self.at_boundary, self.steps, self.source.startswith("corpus"))
 
+    def trace(self) -> Trace:
+        """The witness as a trace."""
+        return loads(json.dumps(self.document), self.source)
+
 
 @dataclass
 class Row:
@@ -87,6 +93,7 @@ class Row:
     counts: Counts = field(default_factory=Counts)
     machines: dict[str, list[int]] = field(default_factory=dict)
     required_in: list[str] = field(default_factory=list)
+    candidates: list[WitnessTrace] = field(default_factory=list)
     witness: WitnessTrace | None = None
     trace_file: str = ""
     replay_line: str = ""
@@ -130,9 +137,28 @@ def merge(records: Iterable[Mapping[str, Any]]) -> list[Row]:
 
 
 def offer(row: Row, witness: WitnessTrace) -> None:
-    """Keep `witness` if it beats the row's current one."""
-    if row.witness is None or witness.key() < row.witness.key():
-        row.witness = witness
+    """Add a candidate witness (`choose` picks one)."""
+    row.candidates.append(witness)
+
+
+def crate_can_run(witness: WitnessTrace) -> bool:
+    """Whether the crate's adapter can build the witness's table or queue."""
+    trace = witness.trace()
+    try:
+        factory, _ = factory_for(trace.kind, None, None)
+        trace.kind.harness(trace.setup, factory)
+    except (UsageError, *BUILD_ERRORS):
+        return False
+    return True
+
+
+def choose(row: Row) -> None:
+    """The row's witness: at its boundary, on the crate, shortest -- in that order."""
+    ranked = sorted(row.candidates, key=WitnessTrace.key)
+    boundary = [w for w in ranked if w.at_boundary] or ranked
+    row.witness = next(
+        (w for w in boundary if crate_can_run(w)), boundary[0] if boundary else None
+    )
 
 
 # ---- witnesses from the corpus ----------------------------------------------------
@@ -481,6 +507,8 @@ def build(
     """Write the dossier (and its traces) into `folder`; return it as data."""
     rows = merge(records)
     corpus_witnesses(rows, corpus_files() if corpus is None else corpus)
+    for row in rows:
+        choose(row)
     folder.mkdir(parents=True, exist_ok=True)
     write_traces(rows, folder)
     machines = sorted(
