@@ -100,7 +100,7 @@ from model.affinity.types import Target
 from stateful.affinity_machine import AffinityMachine, _next_tick_ns
 from stateful.machine import run_and_check
 
-SHORT = settings(max_examples=60, stateful_step_count=40, derandomize=True)
+SHORT = settings(max_examples=30, stateful_step_count=40, derandomize=True)
 TAGS = ("runtime", "runtime_reaper")
 
 

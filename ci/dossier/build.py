@@ -407,7 +407,8 @@ def as_markdown(document: Mapping[str, Any]) -> str:
         "|---|---|---|---|---|",
     ]
     lines += [_summary_row(rows[name]) for name in document["least_exercised"]]
-    for subject in ("affinity", "queue"):
+    subjects = sorted({row["subject"] for row in document["properties"]})
+    for subject in subjects:
         lines += [
             "",
             f"## {subject}",
