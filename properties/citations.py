@@ -84,7 +84,9 @@ def resolve_model(dotted: str) -> Location:
             raise CitationError(f"{dotted}: not a function, class or module") from None
         assert source is not None
         line = lines[1] if lines[1] > 0 else 1
-        return Location(Path(source).resolve().relative_to(REPO_ROOT).as_posix(), line)
+        path = Path(source).resolve()
+        shown = path.relative_to(REPO_ROOT) if path.is_relative_to(REPO_ROOT) else path
+        return Location(shown.as_posix(), line)
     raise CitationError(f"{dotted}: no such module")
 
 
