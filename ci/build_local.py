@@ -46,9 +46,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from properties.citations import CRATE_NAME, downloaded_crate
+
 REPO = Path(__file__).resolve().parent.parent
 IMPL = REPO / "impl"
-CRATE_NAME = "dynamo-kv-router"
 BINDING_PACKAGE = "dynamo-verify-native"
 SOURCE_ENV = "DYNAMO_KV_ROUTER_PATH"
 WORK_ENV = "DYNAMO_VERIFY_WORK"
@@ -98,25 +99,20 @@ def pinned_version() -> str:
     return str(requirement.removeprefix("="))
 
 
-def cargo_home() -> Path:
-    """Cargo's home folder (`CARGO_HOME`, default `~/.cargo`)."""
-    return Path(os.environ.get("CARGO_HOME", Path.home() / ".cargo"))
-
-
 def pinned_source() -> Path:
     """The pinned crate's source as cargo downloaded it from crates.io."""
-    folder = f"{CRATE_NAME}-{pinned_version()}"
-    found = sorted((cargo_home() / "registry" / "src").glob(f"*/{folder}"))
-    if not found:
+    version = pinned_version()
+    found = downloaded_crate(version)
+    if found is None:
         # `--locked` keeps the committed lockfile untouched.
         _run(
             ["cargo", "fetch", "--locked", "--manifest-path", str(IMPL / "Cargo.toml")],
             cwd=IMPL,
         )
-        found = sorted((cargo_home() / "registry" / "src").glob(f"*/{folder}"))
-    if not found:
-        raise BuildError(f"cargo did not download {folder}")
-    return found[0]
+        found = downloaded_crate(version)
+    if found is None:
+        raise BuildError(f"cargo did not download {CRATE_NAME}-{version}")
+    return found
 
 
 def _run(command: list[str], cwd: Path) -> None:

@@ -20,8 +20,13 @@ JUnit XML. Tests record statistics into a folder the gate provides
 (`VERIFY_STATS_DIR`, see `stateful/stats.py`) and counterexample artifacts into
 `--artifacts` (`VERIFY_ARTIFACTS_DIR`, see `ci/replay/artifacts.py`). Afterwards the
 gate prints a summary: tests, machine steps, rules and coverage goals reached,
-invariant evaluations, failures with their shrunk (and minimized) trace
-lengths and replay lines, and the canaries' shrunk and minimized lengths.
+invariant evaluations, properties never exercised non-vacuously, the five
+least exercised properties, failures with their shrunk (and minimized) trace
+lengths and replay lines, and the canaries' shrunk and minimized lengths. It
+writes the run's evidence dossier (`ci/dossier/build.py`) to
+`<artifacts>/dossier/<stamp>/` (`dossier.md`, `dossier.json`, one witness trace
+per property; `latest` points to the newest); a witness that does not replay
+fails the gate.
 
 Exit status: 0 when pytest passed; 1 when tests failed; 2 on a usage or
 infrastructure error -- bad arguments, pytest interrupted, an internal or
@@ -49,6 +54,7 @@ from rich.table import Table
 from ci import build_local
 from ci.build_local import SOURCE_ENV
 from ci.cli import OneLineParser, UsageError
+from ci.dossier import build as dossier
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     DEFAULT_ROOT,
@@ -56,7 +62,10 @@ from ci.replay.artifacts import (
     TARGET_TREE_ENV,
     artifact_replay,
     artifact_repro,
+    point_latest,
+    utc_stamp,
 )
+from ci.replay.envelope import crate_version
 from stateful.stats import STATS_ENV, read_all
 
 PROG: Final[str] = "ci.gate"
@@ -77,6 +86,8 @@ PROBE_TIMEOUT_S: Final[int] = 300
 GATE_TIMEOUT_S: Final[int] = 6 * 60 * 60
 """A whole gate run may take at most this long (nightly included)."""
 ARTIFACTS_MAX: Final[int] = 10_000
+DOSSIER_DIR: Final[str] = "dossier"
+"""The folder under `--artifacts` that holds one dossier per gate run."""
 CONSOLE_WIDTH_MIN: Final[int] = 140
 
 
@@ -160,7 +171,7 @@ def artifact_folders(root: Path) -> set[Path]:
     folders = {
         stamp
         for test in sorted(root.iterdir())
-        if test.is_dir() and not test.is_symlink()
+        if test.is_dir() and not test.is_symlink() and test.name != DOSSIER_DIR
         for stamp in sorted(test.iterdir())
         if stamp.is_dir() and not stamp.is_symlink() and stamp.name != LATEST
     }
@@ -226,6 +237,19 @@ class GateRun:
     counts: JUnitCounts | None
     records: list[dict[str, Any]]
     found: list[Counterexample]
+    dossier: dict[str, Any] | None = None
+    dossier_folder: Path | None = None
+
+    def unreplayed(self) -> list[str]:
+        """Properties whose witness trace did not replay as the dossier says."""
+        if self.dossier is None:
+            return []
+        return [
+            row["name"]
+            for row in self.dossier["properties"]
+            if row["witness"] is not None
+            and not row["witness"]["replayed"].startswith("agrees against")
+        ]
 
 
 def _overview(run: GateRun) -> Table:
@@ -300,6 +324,29 @@ def _clock_goals(records: list[dict[str, Any]]) -> Table | None:
             for record in records
         ]
         table.add_row(goal, *cells)
+    return table
+
+
+def _least_exercised(document: dict[str, Any]) -> Table:
+    """The properties whose evaluations were least often non-vacuous."""
+    rows = {row["name"]: row for row in document["properties"]}
+    table = Table(title="least exercised properties (non-vacuous evaluations)")
+    for column in ("property", "subject", "non-vacuous", "evaluations", "boundary"):
+        table.add_column(
+            column, justify="left" if column in {"property", "subject"} else "right"
+        )
+    table.add_column("witness")
+    for name in document["least_exercised"]:
+        row = rows[name]
+        witness = row["witness"]
+        table.add_row(
+            name,
+            row["subject"],
+            str(row["non_vacuous"]),
+            str(row["evaluations"]),
+            "-" if row["boundary_hits"] is None else str(row["boundary_hits"]),
+            "none" if witness is None else f"{witness['steps']} steps",
+        )
     return table
 
 
@@ -417,18 +464,34 @@ def _found(found: list[Counterexample]) -> Table:
     return table
 
 
-def summarize(console: Console, run: GateRun) -> None:
-    """Print the gate's tables, then one replay line per counterexample."""
-    console.print(_overview(run))
+def _machine_summary(console: Console, run: GateRun) -> None:
+    """Machines, clock goals, what was never reached or exercised, least exercised."""
     machines = [record for record in run.records if record["kind"] == "machine"]
-    if machines:
-        console.print(_machines(machines))
+    if not machines:
+        return
+    console.print(_machines(machines))
     clock_goals = _clock_goals(machines)
     if clock_goals is not None:
         console.print(clock_goals)
     for record in machines:
         for goal in sorted(set(record["goals"]) - set(record["goals_reached"])):
             console.print(f"{record['name']}: goal never reached: {goal}")
+        counts = record.get("properties", {})
+        for name in record.get("exercisable", []):
+            if counts.get(name, [0, 0, 0])[1] == 0:
+                console.print(
+                    f"{record['name']}: property never exercised non-vacuously: {name}"
+                )
+    if run.dossier is not None:
+        console.print(_least_exercised(run.dossier))
+    for name in run.unreplayed():
+        console.print(f"dossier: the witness of {name} did not replay as recorded")
+
+
+def summarize(console: Console, run: GateRun) -> None:
+    """Print the gate's tables, then one replay line per counterexample."""
+    console.print(_overview(run))
+    _machine_summary(console, run)
     by_kind = (
         ("shrink", _shrinks),
         ("coverage", _coverage),
@@ -443,7 +506,11 @@ def summarize(console: Console, run: GateRun) -> None:
         console.print(replica_network)
     if run.found:
         console.print(_found(run.found))
+    if run.dossier_folder is not None:
+        console.print(f"dossier: {run.dossier_folder / 'dossier.md'}")
     verdict = {0: "PASS", 1: "FAIL"}.get(run.returncode, "ERROR")
+    if run.returncode == 0 and run.unreplayed():
+        verdict = "FAIL"
     console.print(f"gate {verdict} (pytest exit {run.returncode})")
     for example in run.found:
         # Plain print: a pasteable line must never be wrapped at the console width.
@@ -611,10 +678,17 @@ def run(arguments: argparse.Namespace, console: Console) -> int:
         describe_artifact(folder)
         for folder in sorted(artifact_folders(artifacts) - before)
     ]
-    summarize(
-        console,
-        GateRun(arguments.profile, completed.returncode, counts, records, found),
+    document, folder = write_dossier(artifacts, arguments.profile, records)
+    gate_run = GateRun(
+        arguments.profile,
+        completed.returncode,
+        counts,
+        records,
+        found,
+        document,
+        folder,
     )
+    summarize(console, gate_run)
     if completed.returncode == PYTEST_FAILED:
         return EXIT_FAIL
     if completed.returncode != 0:
@@ -629,7 +703,26 @@ def run(arguments: argparse.Namespace, console: Console) -> int:
             f"{PROG}: error: pytest wrote no JUnit report at {junit}", file=sys.stderr
         )
         return EXIT_INFRA
+    if gate_run.unreplayed():
+        return EXIT_FAIL
     return EXIT_PASS
+
+
+def write_dossier(
+    artifacts: Path, profile: str, records: list[dict[str, Any]]
+) -> tuple[dict[str, Any] | None, Path | None]:
+    """Write the run's dossier under `<artifacts>/dossier/<stamp>/`, if machines ran.
+
+    Returns the dossier as data and its folder (None, None without machines).
+    """
+    if not any(record["kind"] == "machine" for record in records):
+        return None, None
+    parent = artifacts / DOSSIER_DIR
+    folder = parent / utc_stamp()
+    run = {"profile": profile, "crate": f"dynamo-kv-router {crate_version()}"}
+    document = dossier.build(records, folder, run)
+    point_latest(parent, folder)
+    return document, folder
 
 
 def main(argv: Sequence[str] | None = None) -> int:

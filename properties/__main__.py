@@ -1,11 +1,24 @@
-"""Print the invariant catalogue: `python -m properties [--markdown]`."""
+"""Print the invariant catalogue: `python -m properties [--markdown]`.
+
+`--markdown` resolves every crate citation against the pinned crate's source
+(cargo's download); without it the command says so in one line and exits 2.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from properties import properties
+from properties.citations import (
+    CRATE_NAME,
+    CitationError,
+    downloaded_crate,
+    pinned_version,
+    resolve_crate,
+    resolve_model,
+)
 from properties.registry import Property
 
 _HEADER = """# Invariant catalogue
@@ -16,6 +29,17 @@ Each property is checked on every state (or step) that a machine, a corpus
 replay or the bounded explorer visits. `always` must hold on each; `sometimes`
 must be reached at least once in a CI run, or the run fails as vacuous. A pass
 means "no counterexample within the bounds of that run", never "verified".
+
+Columns: *when it can fail* is an `always` property's antecedent -- an
+evaluation with it true is non-vacuous, and a CI run in which a property was
+never non-vacuous fails as a missed goal does (unless the row says it is
+unreachable under that run's configuration); *boundary* is the antecedent's
+edge case, counted separately. *Reads* names the model functions (in this
+repository) the property reads; *guards* names the crate items it guards, with
+the file and line where each starts in the crate's source as cargo downloads it
+(`$CARGO_HOME/registry/src/*/{crate}/`). The gate's dossier
+(`ci/artifacts/dossier/latest/dossier.md`) counts, per run, how often each row
+was evaluated, non-vacuous and at its boundary.
 """
 
 
@@ -27,9 +51,38 @@ def _statement(prop: Property) -> str:
     return "; ".join([prop.statement, *notes])
 
 
-def markdown() -> str:
-    """The catalogue as Markdown, one table per subject."""
-    lines = [_HEADER]
+def _reads(prop: Property) -> str:
+    for dotted in prop.reads:
+        resolve_model(dotted)  # raises CitationError if it names nothing
+    return "<br>".join(f"`{dotted}`" for dotted in prop.reads)
+
+
+def _guards(prop: Property, crate: Path) -> str:
+    return "<br>".join(
+        f"`{rust_path}` ({resolve_crate(rust_path, crate)})"
+        for rust_path in prop.guards
+    )
+
+
+def _condition(prop: Property, which: str) -> str:
+    found = getattr(prop, which)
+    return "" if found is None else f"`{found.name}`: {found.statement}"
+
+
+def markdown(crate: Path | None = None) -> str:
+    """The catalogue as Markdown, one table per subject.
+
+    Raises CitationError if a citation does not resolve, or if the crate's
+    source is not downloaded and `crate` is not given.
+    """
+    version = pinned_version()
+    source = crate or downloaded_crate(version)
+    if source is None:
+        raise CitationError(
+            f"{CRATE_NAME}-{version} is not downloaded under $CARGO_HOME/registry "
+            "(`cargo fetch --manifest-path impl/Cargo.toml` downloads it)"
+        )
+    lines = [_HEADER.format(crate=f"{CRATE_NAME}-{version}")]
     for subject in ("affinity", "queue", "replica"):
         rows = properties(subject=subject)
         if not rows:
@@ -37,11 +90,16 @@ def markdown() -> str:
         lines += [
             f"## {subject}",
             "",
-            "| property | kind | over | spec | statement |",
-            "|---|---|---|---|---|",
+            (
+                "| property | kind | over | statement | when it can fail | boundary "
+                "| reads | guards |"
+            ),
+            "|---|---|---|---|---|---|---|---|",
         ]
         lines += [
-            f"| `{p.name}` | {p.kind} | {p.over} | {p.spec} | {_statement(p)} |"
+            f"| `{p.name}` | {p.kind} | {p.over} | {_statement(p)} "
+            f"| {_condition(p, 'antecedent')} | {_condition(p, 'boundary')} "
+            f"| {_reads(p)} | {_guards(p, source)} |"
             for p in rows
         ]
         lines.append("")
@@ -54,7 +112,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--markdown", action="store_true", help="print Markdown")
     args = parser.parse_args(argv)
     if args.markdown:
-        sys.stdout.write(markdown())
+        try:
+            text = markdown()
+        except CitationError as error:
+            print(f"python -m properties: error: {error}", file=sys.stderr)
+            return 2
+        sys.stdout.write(text)
         return 0
     for prop in properties():
         print(f"{prop.subject:8} {prop.kind:9} {prop.name}: {prop.statement}")

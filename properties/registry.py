@@ -12,6 +12,25 @@ a `Step` (state before, operation, outcome, state after); `over="refusal"`
 predicates take the `Step` of a call the subject refused (its outcome is the
 error kind), for subjects whose step properties speak of accepted calls only.
 Registration rejects a duplicate name and a missing docstring at import time.
+
+Evidence that a check meant something:
+
+* every `always` property declares its *antecedent*: a small named predicate
+  over the same value, true in the situations where the property could fail
+  (a reap ran while an unleased binding had reached its deadline; a pop
+  returned an entry). An evaluation with the antecedent true is
+  *non-vacuous*; a run that never made a property non-vacuous fails as a
+  missed goal does. Where a property has an edge (a deadline exactly now, a
+  table exactly full, equal versions), it declares a *boundary* predicate
+  too, a special case of the antecedent;
+* every property cites the model functions it reads (`reads`, dotted Python
+  paths in this repository) and the crate items it guards (`guards`, Rust
+  paths inside `dynamo-kv-router`, e.g.
+  `services::selection::affinity::SessionAffinity::try_acquire`);
+  `properties.citations` resolves both to file and line.
+
+`unreachable` maps a configuration tag to the reason a goal (or an `always`
+property's antecedent) cannot hold in runs over such configurations.
 """
 
 from __future__ import annotations
@@ -38,6 +57,15 @@ class Step:
 
 
 @dataclass(frozen=True)
+class Condition:
+    """A named predicate with a one-line statement: an antecedent or a boundary."""
+
+    name: str
+    statement: str
+    predicate: Callable[[Any], bool]
+
+
+@dataclass(frozen=True)
 class Property:
     """One catalogue row."""
 
@@ -45,35 +73,91 @@ class Property:
     kind: Kind
     over: Over
     subject: Subject
-    spec: str
     statement: str
     predicate: Callable[[Any], bool]
     unreachable: Mapping[str, str] = field(default_factory=dict)
-    """Configurations (by tag) where a `sometimes` goal cannot be reached, and why."""
+    """Configurations (by tag) where the goal or the antecedent cannot hold, and why."""
+    antecedent: Condition | None = None
+    """`always` only: when the property can fail (its non-vacuous evaluations)."""
+    boundary: Condition | None = None
+    """`always` only, optional: the antecedent's edge case."""
+    reads: tuple[str, ...] = ()
+    """Model functions the property reads (dotted paths in this repository)."""
+    guards: tuple[str, ...] = ()
+    """Crate items the property guards (Rust paths inside the crate)."""
 
     def applies_to(self, tags: Iterable[str]) -> bool:
-        """The goal is reachable in a run over configurations with these tags."""
+        """The goal (or antecedent) can hold in a run over configurations `tags`."""
         return not any(tag in self.unreachable for tag in tags)
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """What one value showed about the properties of one subject and kind."""
+
+    violated: tuple[str, ...]
+    """`always` properties that failed."""
+    reached: tuple[str, ...]
+    """`sometimes` goals that held."""
+    exercised: tuple[str, ...]
+    """`always` properties evaluated non-vacuously (antecedent true, or failed)."""
+    at_boundary: tuple[str, ...]
+    """`always` properties whose boundary held (a subset of `exercised`)."""
+    misdeclared: tuple[str, ...] = ()
+    """`always` properties that failed while their antecedent was false."""
+
+
 _REGISTRY: dict[str, Property] = {}
+_SELECTIONS: dict[tuple[Subject, Over], tuple[list[Property], list[Property]]] = {}
+
+
+def condition(predicate: Callable[[Any], bool]) -> Condition:
+    """A named predicate's condition; TypeError without a docstring."""
+    name = predicate.__name__
+    doc = (predicate.__doc__ or "").strip()
+    if not doc:
+        raise TypeError(f"condition {name} has no docstring")
+    return Condition(name=name, statement=doc.splitlines()[0], predicate=predicate)
+
+
+def _checked_citations(name: str, reads: Iterable[str], guards: Iterable[str]) -> None:
+    if not reads:
+        raise TypeError(f"property {name} cites no model function (reads=...)")
+    if not guards:
+        raise TypeError(f"property {name} cites no crate item (guards=...)")
+    for path in reads:
+        if not path.startswith("model.") or "::" in path:
+            raise TypeError(f"property {name}: {path!r} is no model function path")
+    for path in guards:
+        if "::" not in path or "." in path:
+            raise TypeError(f"property {name}: {path!r} is no crate item path")
 
 
 def register(
     subject: Subject,
     kind: Kind,
     over: Over,
-    spec: str = "",
+    *,
+    antecedent: Callable[[Any], bool] | None = None,
+    boundary: Callable[[Any], bool] | None = None,
+    reads: Iterable[str] = (),
+    guards: Iterable[str] = (),
     unreachable: Mapping[str, str] | None = None,
 ) -> Callable[[_F], _F]:
     """Register the decorated predicate under its function name.
 
-    `unreachable` maps a configuration tag (an affinity reaping variant such as
-    `every_advance`, or a clock kind) to the reason a `sometimes` goal cannot be
-    reached in runs over such configurations.
+    An `always` property needs an `antecedent` and may have a `boundary`; a
+    `sometimes` goal is its own antecedent and takes neither. Every property
+    cites what it `reads` and what it `guards`. `unreachable` maps a
+    configuration tag (an affinity reaping variant such as `every_advance`, or
+    a clock kind) to the reason the goal, or the antecedent, cannot hold in
+    runs over such configurations.
     """
-    if unreachable and kind != "sometimes":
-        raise TypeError("only a sometimes property can be declared unreachable")
+    if kind == "always" and antecedent is None:
+        raise TypeError("an always property declares its antecedent")
+    if kind == "sometimes" and (antecedent is not None or boundary is not None):
+        raise TypeError("a sometimes goal is its own antecedent")
+    reads, guards = tuple(reads), tuple(guards)
 
     def decorate(predicate: _F) -> _F:
         name = predicate.__name__
@@ -82,16 +166,21 @@ def register(
             raise TypeError(f"property {name} has no docstring")
         if name in _REGISTRY:
             raise TypeError(f"property {name} is registered twice")
+        _checked_citations(name, reads, guards)
         _REGISTRY[name] = Property(
             name=name,
             kind=kind,
             over=over,
             subject=subject,
-            spec=spec,
             statement=doc.splitlines()[0],
             predicate=predicate,
             unreachable=dict(sorted((unreachable or {}).items())),
+            antecedent=None if antecedent is None else condition(antecedent),
+            boundary=None if boundary is None else condition(boundary),
+            reads=reads,
+            guards=guards,
         )
+        _SELECTIONS.clear()
         return predicate
 
     return decorate
@@ -117,22 +206,61 @@ def get(name: str) -> Property:
     return _REGISTRY[name]
 
 
+def _selection(subject: Subject, over: Over) -> tuple[list[Property], list[Property]]:
+    """(always, sometimes) properties of `subject` over `over`, looked up once."""
+    key = (subject, over)
+    if key not in _SELECTIONS:
+        _SELECTIONS[key] = (
+            properties(subject, "always", over),
+            properties(subject, "sometimes", over),
+        )
+    return _SELECTIONS[key]
+
+
+def evaluate(subject: Subject, over: Over, value: Any) -> Verdict:
+    """Check every property of `subject` over `over` on `value`.
+
+    Each `always` property's predicate is evaluated whatever its antecedent
+    says; the antecedent only counts. A property that fails while its
+    antecedent is false is reported as `misdeclared` as well as violated.
+    """
+    always, sometimes = _selection(subject, over)
+    violated: list[str] = []
+    exercised: list[str] = []
+    at_boundary: list[str] = []
+    misdeclared: list[str] = []
+    for prop in always:
+        holds = prop.predicate(value)
+        assert prop.antecedent is not None
+        relevant = prop.antecedent.predicate(value)
+        if not holds:
+            violated.append(prop.name)
+            if not relevant:
+                misdeclared.append(prop.name)
+        if relevant or not holds:
+            exercised.append(prop.name)
+            if prop.boundary is not None and prop.boundary.predicate(value):
+                at_boundary.append(prop.name)
+    reached = [prop.name for prop in sometimes if prop.predicate(value)]
+    return Verdict(
+        violated=tuple(violated),
+        reached=tuple(reached),
+        exercised=tuple(exercised),
+        at_boundary=tuple(at_boundary),
+        misdeclared=tuple(misdeclared),
+    )
+
+
 def violated(subject: Subject, over: Over, value: Any) -> list[str]:
     """Names of the `always` properties of `subject` that `value` violates."""
     return [
-        prop.name
-        for prop in properties(subject=subject, kind="always", over=over)
-        if not prop.predicate(value)
+        prop.name for prop in _selection(subject, over)[0] if not prop.predicate(value)
     ]
 
 
 def reached(subject: Subject, over: Over, value: Any) -> list[str]:
     """Names of the `sometimes` properties of `subject` that `value` reaches."""
-    return [
-        prop.name
-        for prop in properties(subject=subject, kind="sometimes", over=over)
-        if prop.predicate(value)
-    ]
+    return [prop.name for prop in _selection(subject, over)[1] if prop.predicate(value)]
 
 
 def goals(subject: Subject, tags: Iterable[str] = ()) -> list[Property]:
@@ -141,5 +269,15 @@ def goals(subject: Subject, tags: Iterable[str] = ()) -> list[Property]:
     return [
         prop
         for prop in properties(subject=subject, kind="sometimes")
+        if prop.applies_to(wanted)
+    ]
+
+
+def exercisable(subject: Subject, tags: Iterable[str] = ()) -> list[Property]:
+    """The `always` properties of `subject` whose antecedent can hold under `tags`."""
+    wanted = tuple(tags)
+    return [
+        prop
+        for prop in properties(subject=subject, kind="always")
         if prop.applies_to(wanted)
     ]

@@ -23,8 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
-from properties import Step, reached, violated
-from properties.registry import Over
+from properties import Step
+from properties.registry import Over, evaluate
 from properties.registry import Subject as SubjectName
 
 C = TypeVar("C")  # a subject's configuration
@@ -110,6 +110,14 @@ class StepReport(Generic[Op]):
     violations: tuple[str, ...]
     reached: tuple[str, ...]
     difference_of: Callable[[Any, Any], str] = field(repr=False, compare=False)
+    evaluated: tuple[Over, ...] = ()
+    """The kinds of property evaluated after the step (state, step, refusal)."""
+    exercised: tuple[str, ...] = ()
+    """`always` properties evaluated non-vacuously (their antecedent held)."""
+    at_boundary: tuple[str, ...] = ()
+    """`always` properties whose boundary held."""
+    misdeclared: tuple[str, ...] = ()
+    """`always` properties violated while their antecedent was false."""
 
     @property
     def outcomes_agree(self) -> bool:
@@ -142,7 +150,11 @@ class StepReport(Generic[Op]):
         if not self.states_agree:
             return self.difference_of(self.model_view, self.sut_view)
         if self.violations:
-            return "violated: " + ", ".join(self.violations)
+            unguarded = [
+                f"{name} (its antecedent was false)" for name in self.misdeclared
+            ]
+            shown = [name for name in self.violations if name not in self.misdeclared]
+            return "violated: " + ", ".join([*shown, *unguarded])
         return ""
 
 
@@ -182,11 +194,20 @@ class Harness(Generic[C, Op]):
         after = subject.snapshot(self.model)
         model_view = subject.observe(self.model, after)
         sut_view = subject.observe(self.sut, after) if self.check_states else model_view
+        evaluated: list[Over] = []
         violations: list[str] = []
         goals: list[str] = []
+        exercised: list[str] = []
+        at_boundary: list[str] = []
+        misdeclared: list[str] = []
         for over, value in subject.evaluations(before, op, expected, after, sut_view):
-            violations += violated(subject.name, over, value)
-            goals += reached(subject.name, over, value)
+            verdict = evaluate(subject.name, over, value)
+            evaluated.append(over)
+            violations += verdict.violated
+            goals += verdict.reached
+            exercised += verdict.exercised
+            at_boundary += verdict.at_boundary
+            misdeclared += verdict.misdeclared
         self.steps += 1
         return StepReport(
             index=self.steps,
@@ -198,4 +219,8 @@ class Harness(Generic[C, Op]):
             violations=tuple(violations),
             reached=tuple(goals),
             difference_of=subject.difference,
+            evaluated=tuple(evaluated),
+            exercised=tuple(exercised),
+            at_boundary=tuple(at_boundary),
+            misdeclared=tuple(misdeclared),
         )

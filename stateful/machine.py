@@ -3,7 +3,9 @@
 A machine draws operations; `DifferentialMachine._run` hands each to the
 subject's `Harness`, counts the rule, the step and every coverage goal it
 reached, and asserts the harness's verdict in the order the checks are
-named: `outcomes_agree`, `states_agree`, then the violated properties. The
+named: `outcomes_agree`, `states_agree`, then the violated properties. Every
+step also feeds the machine's `Evidence` (`stateful.evidence`): per property,
+evaluations, non-vacuous evaluations, boundary hits and a short witness. The
 final replay of a failing example is remembered (`stateful.capture`) so that
 the artifact writer can turn it into a trace.
 
@@ -17,8 +19,9 @@ from typing import Any, ClassVar
 from hypothesis import event, note
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
-from properties.registry import Subject, goals
+from properties.registry import Subject, exercisable, goals
 from stateful import capture, stats
+from stateful.evidence import Evidence
 from stateful.harness import Harness, StepReport
 
 STEPS_MIN = 1_000
@@ -33,6 +36,7 @@ class DifferentialMachine(RuleBasedStateMachine):
     goal_counts: ClassVar[dict[str, int]] = {}
     rules_run: ClassVar[set[str]] = set()
     steps_run: ClassVar[int] = 0
+    evidence: ClassVar[Evidence] = Evidence()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """Give every machine class counters of its own."""
@@ -41,6 +45,7 @@ class DifferentialMachine(RuleBasedStateMachine):
         cls.goal_counts = {}
         cls.rules_run = set()
         cls.steps_run = 0
+        cls.evidence = Evidence()
 
     def __init__(self) -> None:
         """Nothing exists until the machine's `initialize` rule starts a harness."""
@@ -66,6 +71,7 @@ class DifferentialMachine(RuleBasedStateMachine):
             machine.goals_reached.add(goal)
             machine.goal_counts[goal] = machine.goal_counts.get(goal, 0) + 1
             event(f"reached {goal}")
+        machine.evidence.add(report, self.harness)
         note(f"step {report.index}: {op} -> {report.expected}")
         if not report.ok:
             capture.capture(rule_name, report)  # the artifact names this check
@@ -90,14 +96,17 @@ def run_and_check(
     """Run `machine` under the loaded profile and record what it covered.
 
     Every step must agree; then every rule must have run, every coverage goal
-    of the subject reachable under `tags` must have been reached, and at least
-    `STEPS_MIN` steps must have run. The gate's machines table reads the
-    record, which is written for a failed run too.
+    of the subject reachable under `tags` must have been reached, every
+    `always` property whose antecedent can hold under `tags` must have been
+    evaluated non-vacuously, and at least `STEPS_MIN` steps must have run. The
+    gate's machines table and dossier read the record, which is written for a
+    failed run too.
     """
     machine.goals_reached.clear()
     machine.goal_counts.clear()
     machine.rules_run.clear()
     machine.steps_run = 0
+    machine.evidence.clear()
     rules = rules_of(machine)
     try:
         run_state_machine_as_test(machine)
@@ -107,7 +116,22 @@ def run_and_check(
     print(f"steps: {machine.steps_run}")
     for goal, count in sorted(machine.goal_counts.items()):
         print(f"goal {goal}: {count}")
+    found = machine.evidence
+    for prop in sorted(found.exercised.keys() - set(machine.goal_counts)):
+        print(
+            f"property {prop}: {found.exercised[prop]} non-vacuous, "
+            f"{found.boundary.get(prop, 0)} at its boundary"
+        )
     wanted = {p.name for p in goals(machine.subject, tags)}
-    assert set() == wanted - machine.goals_reached
+    vacuous = [
+        p.name
+        for p in exercisable(machine.subject, tags)
+        if p.name not in machine.evidence.exercised
+    ]
+    problems = [
+        f"goal never reached: {name}" for name in sorted(wanted - machine.goals_reached)
+    ]
+    problems += [f"property never exercised non-vacuously: {name}" for name in vacuous]
+    assert not problems, "; ".join(problems)
     assert set() == set(rules) - machine.rules_run
     assert machine.steps_run >= STEPS_MIN

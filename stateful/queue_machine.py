@@ -233,6 +233,27 @@ class QueueMachine(DifferentialMachine):
             )
         self._apply("two_requests_then_a_pop", PopNext(dispatch=Dispatch()))
 
+    @rule(data=st.data(), lanes=st.permutations(WORKERS))
+    def pop_beside_a_blocked_lane(
+        self, data: st.DataObject, lanes: list[Worker]
+    ) -> None:
+        """A lane blocked while its worker was saturated is passed by, alike.
+
+        One entry on the first worker's lane, two on the second's; a pop with
+        the first worker saturated blocks its lane, and a pop with every
+        worker free serves the second lane again, beside the blocked one.
+        """
+        blocked, served = lanes[0], lanes[1]
+        class_index = data.draw(st.integers(0, self._class_count() - 1), label="class")
+        rule_name = "pop_beside_a_blocked_lane"
+        for placement in (blocked, served, served):
+            self._apply(
+                rule_name,
+                request(self._next_payload(), class_index, placement=placement),
+            )
+        self._apply(rule_name, PopNext(Dispatch(saturated=frozenset({blocked}))))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+
     @rule()
     def pop(self) -> None:
         """Popping under the current saturation gives the same entry (or none)."""

@@ -8,7 +8,11 @@ process writes its own files, so pytest-xdist workers never share one.
 Record kinds:
 
 * `machine`: a differential machine's run -- steps, rules run of all rules,
-  coverage goals reached of all goals, invariant evaluations;
+  coverage goals reached of all goals, invariant evaluations, and per
+  property [evaluations, non-vacuous evaluations, boundary hits] with the
+  `always` properties the run had to exercise (`stateful/evidence.py`);
+* `evidence`: per property, the machine's shortest witness as a trace
+  (written by `ci/dossier/plugin.py`, which can encode traces);
 * `shrink`: a canary's shrunk and minimized counterexample lengths and bounds;
 * `coverage`: the share of a bounded graph's states and edges a machine took;
 * `concurrency`: concurrent histories checked for linearizability -- how
@@ -26,14 +30,16 @@ from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
 from properties import properties
-from properties.registry import Subject
+from properties.registry import Subject, exercisable
 from properties.registry import goals as registry_goals
+from stateful import evidence as evidence_module
+from stateful.evidence import Evidence
 
 STATS_ENV: Final[str] = "VERIFY_STATS_DIR"
 RECORDS_MAX: Final[int] = 10_000
 _UNSAFE: Final[re.Pattern[str]] = re.compile(r"[^A-Za-z0-9_.-]+")
 
-Kind = Literal["machine", "shrink", "coverage", "concurrency", "network"]
+Kind = Literal["machine", "evidence", "shrink", "coverage", "concurrency", "network"]
 
 
 class MachineStats(Protocol):
@@ -75,10 +81,16 @@ def record_machine(
     """Record a machine's steps, rules, coverage goals and invariant evaluations.
 
     `tags` name the configurations the run covered (e.g. `manual`,
-    `every_advance`); goals declared unreachable under one of them are left out.
+    `every_advance`); goals declared unreachable under one of them are left out,
+    and so are `always` properties whose antecedent is declared unreachable.
+    The machine's witnesses are published for the trace writer.
     """
     goals = sorted(p.name for p in registry_goals(subject, tags))
     invariants = len(properties(subject=subject, kind="always"))
+    found: Evidence = getattr(machine, "evidence", Evidence())
+    counts = found.counts({p.name: p.over for p in properties(subject=subject)})
+    if stats_dir() is not None:
+        evidence_module.publish(name, subject, found)
     return write(
         "machine",
         name,
@@ -92,6 +104,8 @@ def record_machine(
             "invariant_checks": machine.steps_run * invariants,
             "goal_counts": dict(sorted(getattr(machine, "goal_counts", {}).items())),
             "tags": sorted(tags),
+            "properties": counts,
+            "exercisable": sorted(p.name for p in exercisable(subject, tags)),
         },
     )
 

@@ -79,6 +79,11 @@ from stateful.queue_subject import ProfileSpec
 NIGHTLY_BOUNDS = tuple(b.name for b in BOUNDS if b.name not in CI_BOUNDS)
 SHORTEST = {"leaky_release_model": 3, "off_by_one_expiry_model": 4}
 """BFS-shortest counterexample lengths over the declared bounds."""
+FIRST_VIOLATED_IN = {
+    "leaky_release_model": "picture",
+    "off_by_one_expiry_model": "replica",
+}
+"""A small bound in which each broken model violates a property."""
 
 
 def _nightly_only() -> None:
@@ -140,6 +145,46 @@ def test_no_always_property_is_violated_within_a_ci_bound(name: str) -> None:
     actual = _explored(name).violations
 
     assert [] == actual
+
+
+def test_non_vacuous_counts_match_a_recount_over_the_graph() -> None:
+    """Per always property: the states or edges where its antecedent held, recounted."""
+    exploration = _explored("picture")
+    graph, states = exploration.graph, exploration.states
+    edges = [
+        Step(states[u], op, data["outcome"], states[v])
+        for u, v, op, data in graph.edges(keys=True, data=True)
+    ]
+    recount: dict[str, tuple[int, int]] = {}
+    for prop in properties(subject="affinity", kind="always"):
+        values = states if prop.over == "state" else edges
+        assert prop.antecedent is not None
+        hits = [v for v in values if prop.antecedent.predicate(v)]
+        boundary = prop.boundary
+        at = 0 if boundary is None else sum(1 for v in hits if boundary.predicate(v))
+        recount[prop.name] = (len(hits), at)
+
+    actual = {
+        name: (counts["non_vacuous"], counts["boundary"])
+        for name, counts in exploration.exercise().items()
+    }
+
+    assert recount == actual
+    assert actual["a_rejected_clock_move_changes_nothing"][0] > 0
+
+
+def test_the_command_writes_per_property_counts_as_json(tmp_path: Path) -> None:
+    """`--json FILE`: per bound, its counts and each property's non-vacuous checks."""
+    out = tmp_path / "explore.json"
+
+    assert 0 == explore_cli.main(["--bound", "picture", "--json", str(out)])
+
+    document = json.loads(out.read_text())
+    picture = document["bounds"]["picture"]
+    assert "affinity" == document["subject"]
+    assert read_counts()["picture"]["states"] == picture["states"]
+    assert _explored("picture").exercise() == picture["properties"]
+    assert "a_replica_update_keeps_the_leases" in picture["never_non_vacuous"]
 
 
 @pytest.mark.parametrize("name", CI_BOUNDS)
@@ -303,6 +348,17 @@ def test_the_crate_agrees_on_every_edge_of_a_nightly_bound(name: str) -> None:
 
 
 # ---- counterexamples --------------------------------------------------------
+
+
+@pytest.mark.parametrize("canary", sorted(MODEL_CANARIES))
+def test_a_broken_models_violations_all_meet_their_antecedents(canary: str) -> None:
+    """Where a broken model first violates a property, its antecedent held there."""
+    bound = bound_named(FIRST_VIOLATED_IN[canary])
+
+    exploration = explore(bound, MODEL_CANARIES[canary], stop_at_first_violation=True)
+
+    assert exploration.violations
+    assert [] == exploration.misdeclared
 
 
 @pytest.mark.parametrize("canary", sorted(MODEL_CANARIES))
@@ -645,6 +701,21 @@ def test_only_the_drained_queue_goes_without_state_properties() -> None:
 
     assert 1 == len(drained)
     assert drained == without_view
+
+
+@pytest.mark.parametrize("canary", sorted(QUEUE_SHORTEST))
+def test_a_broken_queue_models_violations_all_meet_their_antecedents(
+    canary: str,
+) -> None:
+    """Where a broken queue model first violates a property, its antecedent held."""
+    bound = queue_bound_named("pair")
+
+    exploration = explore_queue(
+        bound, _canary_model(canary), stop_at_first_violation=True
+    )
+
+    assert exploration.violations
+    assert [] == exploration.misdeclared
 
 
 @pytest.mark.parametrize("canary", sorted(QUEUE_SHORTEST))

@@ -84,6 +84,71 @@ TestLifoTies.settings = settings(CANARY_SETTINGS, print_blob=True)
 '''
 
 
+WEAKENED = '''
+"""The affinity machine with a weakened generator: its clock never reaches a deadline.
+
+Beside it, the same machine unweakened under the same settings (the control).
+"""
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import rule
+
+from model.affinity.ops import Advance
+from model.affinity.table import Binding
+from model.affinity.types import Target
+from stateful.affinity_machine import AffinityMachine, _next_tick_ns
+from stateful.machine import run_and_check
+
+SHORT = settings(max_examples=30, stateful_step_count=40, derandomize=True)
+TAGS = ("runtime", "runtime_reaper")
+
+
+class NeverPastADeadline(AffinityMachine):
+    """Every clock move stops at least 1 ns before the earliest binding deadline."""
+
+    def _short_of_deadlines(self, now_ns: int) -> int:
+        state = self._harness().model.state()
+        deadlines = [e.deadline_ns for _, e in state.entries if isinstance(e, Binding)]
+        if now_ns < state.now_ns or not deadlines:
+            return now_ns
+        return max(state.now_ns, min(now_ns, min(deadlines) - 1))
+
+    def _clock_targets(self) -> list[int]:
+        return sorted({self._short_of_deadlines(t) for t in super()._clock_targets()})
+
+    @rule(offset_ns=st.sampled_from((-1, 0, 1)))
+    def reaper_tick(self, offset_ns: int) -> None:
+        """Towards the next reaper tick, but never onto a deadline."""
+        tick_ns = _next_tick_ns(self._harness().model.state()) + offset_ns
+        self._run("reaper_tick", Advance(self._short_of_deadlines(tick_ns)))
+
+    def _expire_a_vacant_binding(
+        self, rule_name: str, data: st.DataObject, dispatched: Target
+    ) -> None:
+        """Bind and release, but leave the clock where it is."""
+        vacant = self._vacant_ids()
+        if vacant:
+            first = data.draw(st.sampled_from(vacant), label="expiring id")
+            self._turn(rule_name, first, dispatched, release=True)
+
+
+Unweakened = type("Unweakened", (AffinityMachine,), {})
+NeverPastADeadline.TestCase.settings = SHORT
+Unweakened.TestCase.settings = SHORT
+
+
+def test_the_weakened_machine() -> None:
+    """Fails as vacuous: no reap ever meets an expired binding."""
+    run_and_check(NeverPastADeadline, "NeverPastADeadline", TAGS)
+
+
+def test_the_unweakened_machine() -> None:
+    """The control: the same budget, the generator as the suite has it."""
+    run_and_check(Unweakened, "Unweakened", TAGS)
+'''
+
+
 def _gate(*argv: str) -> subprocess.CompletedProcess[str]:
     environment = {k: v for k, v in os.environ.items() if k != TARGET_TREE_ENV}
     return run_module("ci.gate", *argv, timeout_s=GATE_TIMEOUT_S, env=environment)
@@ -154,6 +219,14 @@ def failing_queue_run(
     return _failing(tmp_path_factory, "lifo_ties", FAILING_QUEUE, "0")
 
 
+@pytest.fixture(scope="module")
+def weakened_run(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The gate over a machine whose clock never reaches a deadline, and a control."""
+    return _failing(tmp_path_factory, "weakened", WEAKENED, "2")
+
+
 @pytest.mark.parametrize(
     ("run", "status", "verdict"),
     [
@@ -198,6 +271,36 @@ def test_the_summary_shows_the_machines_steps_rules_and_goals(
     assert "affinity" in affinity
     assert "/2" in queue
     assert "queue" in queue
+
+
+def test_a_weakened_generator_fails_the_gate_naming_the_vacuous_property(
+    weakened_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """A reap never meets an expired binding: FAIL, and the summary says which."""
+    completed, _ = weakened_run
+    vacuous = "property never exercised non-vacuously: a_reap_collects_every_expired"
+
+    assert EXIT_FAIL == completed.returncode
+    assert f"NeverPastADeadline: {vacuous}" in completed.stdout
+    assert f"Unweakened: {vacuous}" not in completed.stdout
+    assert "gate FAIL (pytest exit 1)" in completed.stdout
+
+
+def test_a_passing_run_writes_the_dossier_with_counts_for_both_subjects(
+    passing_run: tuple[subprocess.CompletedProcess[str], Path],
+) -> None:
+    """dossier.md and dossier.json sit under <artifacts>/dossier/latest."""
+    completed, junit = passing_run
+    folder = junit.parent.parent / "artifacts" / "dossier" / "latest"
+    document = json.loads((folder / "dossier.json").read_text())
+    rows = {row["name"]: row for row in document["properties"]}
+
+    assert (folder / "dossier.md").is_file()
+    assert {"affinity", "queue"} == {row["subject"] for row in rows.values()}
+    assert rows["a_pop_takes_the_best_entry_of_its_lane"]["evaluations"] > 0
+    assert rows["entries_never_exceed_capacity"]["evaluations"] > 0
+    assert "least exercised properties" in completed.stdout
+    assert f"dossier: {folder.resolve()}" in completed.stdout.replace("\n", "")
 
 
 def test_a_failing_run_collects_the_artifact_from_an_xdist_worker(

@@ -100,6 +100,7 @@ from model.affinity.ops import (
     Release,
 )
 from model.affinity.types import SECOND_NS, AffinityConfig, Mode, Target
+from properties import properties
 
 __all__ = [
     "BOUNDS",
@@ -359,8 +360,56 @@ def problems(
     return found
 
 
+def _exercise_table(
+    subject: ExploreSubject, explorations: Sequence[AnyExploration]
+) -> Table:
+    """Per `always` property and bound: non-vacuous states or edges (boundary)."""
+    table = Table(
+        title=(
+            f"{subject}: states (state properties) or edges (step properties) on "
+            "which each always property was non-vacuous, at its boundary in brackets"
+        )
+    )
+    table.add_column("property", no_wrap=True)
+    table.add_column("over")
+    for exploration in explorations:
+        table.add_column(exploration.bound.name, justify="right")
+    for prop in properties(subject, "always"):
+        cells = []
+        for exploration in explorations:
+            counts = exploration.exercise()[prop.name]
+            boundary = "" if prop.boundary is None else f" [{counts['boundary']}]"
+            cells.append(f"{counts['non_vacuous']}{boundary}")
+        table.add_row(prop.name, prop.over, *cells)
+    return table
+
+
+def exercise_json(
+    subject: ExploreSubject, explorations: Sequence[AnyExploration]
+) -> dict[str, Any]:
+    """Per bound: its counts and, per `always` property, how often it was exercised."""
+    return {
+        "subject": subject,
+        "bounds": {
+            exploration.bound.name: {
+                **exploration.counts(),
+                "properties": exploration.exercise(),
+                "never_non_vacuous": sorted(
+                    name
+                    for name, counts in exploration.exercise().items()
+                    if counts["non_vacuous"] == 0
+                ),
+            }
+            for exploration in explorations
+        },
+    }
+
+
 def _check(
-    subject: ExploreSubject, bounds: Sequence[BoundLike], console: Console
+    subject: ExploreSubject,
+    bounds: Sequence[BoundLike],
+    console: Console,
+    json_path: Path | None = None,
 ) -> int:
     pinned = read_counts(subject)
     table = Table(
@@ -370,8 +419,10 @@ def _check(
     for column in (*columns, "result"):
         table.add_column(column, justify="left" if column == "bound" else "right")
     failures: list[str] = []
+    explorations = []
     for bound in bounds:
         exploration = explore_bound(bound)
+        explorations.append(exploration)
         found = problems(exploration, pinned)
         failures += [f"{bound.name}: {problem}" for problem in found]
         counts = exploration.counts()
@@ -389,6 +440,13 @@ def _check(
     console.print(table)
     for bound in bounds:
         console.print(f"  {bound.name}: {bound.describe()}", markup=False)
+    console.print(_exercise_table(subject, explorations))
+    if json_path is not None:
+        json_path.parent.mkdir(parents=True, exist_ok=True)
+        json_path.write_text(
+            json.dumps(exercise_json(subject, explorations), indent=2) + "\n"
+        )
+        console.print(f"wrote {json_path}")
     for failure in failures:
         console.print(f"[red]{failure}[/red]")
     return 1 if failures else 0
@@ -671,6 +729,13 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
         "--profile", choices=PROFILE_NAMES, help="Hypothesis profile for --coverage"
     )
     parser.add_argument("--out", type=Path, help="directory for --counterexamples")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        metavar="FILE",
+        help="with the default check: write per bound and property the states or "
+        "edges on which it was non-vacuous (and at its boundary) to FILE",
+    )
     args = parser.parse_args(argv)
     known = [bound.name for bound in subject_bounds(args.subject)]
     for name in args.bound or ():
@@ -715,7 +780,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _counterexamples(affinity, args.out or _artifact_dir(), console)
     if args.picture:
         return _picture(console)
-    return _check(subject, bounds, console)
+    return _check(subject, bounds, console, args.json)
 
 
 if __name__ == "__main__":

@@ -71,6 +71,7 @@ QUEUE_RULE_OP_TYPES: RuleTable = {
     "enqueue": frozenset({Enqueue}),
     "enqueue_out_of_range": frozenset({Enqueue}),
     "pop": frozenset({PopNext}),
+    "pop_beside_a_blocked_lane": frozenset({Enqueue, PopNext}),
     "pop_with_every_worker_free": frozenset({PopNext}),
     "read_a_class_out_of_range": frozenset({ReadStats, ReadBacklog, ReadConfig}),
     "retain": frozenset({Retain}),

@@ -15,7 +15,9 @@ state:
 
 On every new state each `always` state property of the subject is checked, on
 every edge each `always` step property; `sometimes` goals record the depth at
-which they first held. A space may project states onto a canonical form (the
+which they first held. Per `always` property the search also counts the states
+(or edges) on which it was non-vacuous -- its antecedent held -- and those at
+its boundary. A space may project states onto a canonical form (the
 node), in which case step properties still read the state the operation really
 left (`Transition.step`).
 
@@ -123,9 +125,16 @@ class Exploration(Generic[BoundT, StateT, OpT]):
     parent: list[tuple[int, OpT] | None]  # BFS tree: how each node was first reached
     violations: list[Violation[OpT]]  # the first (shortest) per property
     goals: tuple[str, ...]  # the `sometimes` goals that apply to the bound
+    subject: Subject = "affinity"  # whose properties were checked
     reached: dict[str, int] = field(default_factory=dict)  # goal -> first depth
     excluded: int = 0  # transitions that would leave the bound
     horizon_states: int = 0  # nodes at `depth_max`, not expanded
+    non_vacuous: dict[str, int] = field(default_factory=dict)
+    """`always` property -> states (or edges) whose check was non-vacuous."""
+    at_boundary: dict[str, int] = field(default_factory=dict)
+    """`always` property -> states (or edges) whose check met its boundary."""
+    misdeclared: list[str] = field(default_factory=list)
+    """`always` properties violated where their antecedent was false."""
 
     @property
     def depth(self) -> int:
@@ -158,6 +167,16 @@ class Exploration(Generic[BoundT, StateT, OpT]):
     def ops_to(self, node: int) -> tuple[OpT, ...]:
         """The operations of the BFS-tree path from the root to `node`."""
         return tuple(op for _, _, op in self.path_to(node))
+
+    def exercise(self) -> dict[str, dict[str, int]]:
+        """Per `always` property of the subject: non-vacuous and boundary counts."""
+        return {
+            prop.name: {
+                "non_vacuous": self.non_vacuous.get(prop.name, 0),
+                "boundary": self.at_boundary.get(prop.name, 0),
+            }
+            for prop in properties(self.subject, "always")
+        }
 
     def unreached_goals(self) -> list[str]:
         """`sometimes` goals that apply to the bound and were never met."""
@@ -315,7 +334,17 @@ class _Search(Generic[BoundT, StateT, OpT]):
                 result.reached[prop.name] = depth
         failed = False
         for prop in props.always:
-            if not prop.predicate(value):
+            holds = prop.predicate(value)
+            assert prop.antecedent is not None
+            relevant = prop.antecedent.predicate(value)
+            if not holds and not relevant and prop.name not in result.misdeclared:
+                result.misdeclared.append(prop.name)
+            if not holds or relevant:
+                name = prop.name
+                result.non_vacuous[name] = result.non_vacuous.get(name, 0) + 1
+                if prop.boundary is not None and prop.boundary.predicate(value):
+                    result.at_boundary[name] = result.at_boundary.get(name, 0) + 1
+            if not holds:
                 failed = True
                 if all(v.prop != prop.name for v in result.violations):
                     result.violations.append(Violation(prop.name, self.path(via)))
@@ -345,6 +374,7 @@ def explore_space(
         parent=[None],
         violations=[],
         goals=space.goals,
+        subject=space.subject,
     )
     search = _Search(space, result, _Checks.of(space.subject), stop_at_first_violation)
     return search.run()

@@ -431,9 +431,9 @@ class AffinityKind(TraceKind):
         """An `AffinityHarness` over the setup's configuration and pool."""
         return AffinityHarness(setup.config, setup.session_pool, factory)
 
-    def setup_of(self, harness: Any) -> AffinitySetup:
-        """The configuration and pool of an `AffinityHarness`."""
-        return AffinitySetup(harness.config, harness.session_pool)
+    def setup_from(self, subject: Any, config: Any) -> AffinitySetup:
+        """The configuration, and the pool the `AffinitySubject` observes."""
+        return AffinitySetup(config, subject.session_pool)
 
     def describe(self, setup: AffinitySetup) -> str:
         """The configuration's fields and the pool's ids."""

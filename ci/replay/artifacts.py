@@ -261,7 +261,7 @@ def _new_folder(test_dir: Path, stamp: str) -> Path:
     raise RuntimeError(f"{STAMP_ATTEMPTS_MAX} artifact folders named {stamp} exist")
 
 
-def _point_latest(test_dir: Path, folder: Path) -> None:
+def point_latest(test_dir: Path, folder: Path) -> None:
     """Atomically repoint `<test>/latest` at `folder` (a relative symlink)."""
     staging = test_dir / f".{LATEST}.{os.getpid()}"
     staging.unlink(missing_ok=True)
@@ -409,7 +409,7 @@ def write_artifact(
     (folder / "meta.json").write_text(
         json.dumps(meta, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     )
-    _point_latest(test_dir, folder)
+    point_latest(test_dir, folder)
     return folder
 
 

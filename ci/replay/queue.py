@@ -372,9 +372,10 @@ class QueueKind(TraceKind):
         """A `QueueHarness` over the profile."""
         return QueueHarness(setup, factory)
 
-    def setup_of(self, harness: Any) -> ProfileSpec:
+    def setup_from(self, subject: Any, config: Any) -> ProfileSpec:
         """The profile a `QueueHarness` was built from."""
-        spec: ProfileSpec = harness.config
+        del subject
+        spec: ProfileSpec = config
         return spec
 
     def describe(self, setup: ProfileSpec) -> str:

@@ -127,8 +127,12 @@ class TraceKind(ABC):
         """A harness over `setup` against the system `factory` builds."""
 
     @abstractmethod
+    def setup_from(self, subject: Any, config: Any) -> Any:
+        """The setup of a harness over `subject` built with `config`."""
+
     def setup_of(self, harness: Harness[Any, Any]) -> Any:
         """The setup a harness was built with."""
+        return self.setup_from(harness.subject, harness.config)
 
     @abstractmethod
     def describe(self, setup: Any) -> str:

@@ -26,6 +26,7 @@ from model.affinity.table import (
     reaper_period_ns,
 )
 from model.affinity.types import Mode, ReplicaOutcome, Wait
+from properties.affinity._cites import AFFINITY, CRATE, INIT, INNER, LEASE, MODEL, TABLE
 from properties.registry import Step, register
 
 NO_CLEANUP_INSTANT = "every advance is a cleanup instant"
@@ -35,11 +36,25 @@ RUNTIME_RANGE = (
 )
 
 
+REAP_READS = (f"{TABLE}.advance_clock", f"{TABLE}._reap")
+REAP_GUARDS = (f"{AFFINITY}::spawn_reaper",)
+CLOCK_READS = (f"{TABLE}.advance_clock", f"{TABLE}.crate_advance_clock")
+CLOCK_GUARDS = (f"{AFFINITY}::with_config", f"{AFFINITY}::spawn_reaper")
+REPLICA_READS = (f"{TABLE}.apply_replica_update",)
+REPLICA_GUARDS = (f"{AFFINITY}::apply_replica_update", f"{INNER}::apply_replica_update")
+
+
 def _moves_clock(step: Step) -> bool:
     return isinstance(step.op, Advance | CrateAdvance)
 
 
-@register("affinity", "sometimes", "state", spec="D4")
+@register(
+    "affinity",
+    "sometimes",
+    "state",
+    reads=(f"{TABLE}._reap", f"{MODEL}.is_expired_at"),
+    guards=(f"{AFFINITY}::spawn_reaper", f"{LEASE}::release"),
+)
 def a_lease_kept_a_binding_past_its_ttl(state: AffinityState) -> bool:
     """A binding with an active lease outlived its idle deadline."""
     return any(
@@ -50,19 +65,31 @@ def a_lease_kept_a_binding_past_its_ttl(state: AffinityState) -> bool:
     )
 
 
-@register("affinity", "sometimes", "state", spec="B.14")
+@register("affinity", "sometimes", "state", reads=REAP_READS, guards=REAP_GUARDS)
 def an_expired_binding_awaited_collection(state: AffinityState) -> bool:
     """An expired, unleased binding was still counted, waiting for the reaper."""
     return any(state.is_expired(entry) for _, entry in state.entries)
 
 
-@register("affinity", "sometimes", "step", spec="D7")
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}.try_acquire",),
+    guards=(f"{AFFINITY}::reserve_entry",),
+)
 def the_table_was_full(step: Step) -> bool:
     """Acquiring a new session was refused because the table was full."""
     return isinstance(step.op, Acquire) and step.outcome.error == "ResourceExhausted"
 
 
-@register("affinity", "sometimes", "step", spec="B.14")
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}.try_acquire", f"{TABLE}._reap"),
+    guards=(f"{AFFINITY}::reserve_entry", f"{AFFINITY}::spawn_reaper"),
+)
 def an_uncollected_expired_binding_blocked_a_new_session(step: Step) -> bool:
     """The table was full only because an expired binding had not been reaped yet."""
     return (
@@ -72,13 +99,13 @@ def an_uncollected_expired_binding_blocked_a_new_session(step: Step) -> bool:
     )
 
 
-@register("affinity", "sometimes", "step", spec="D5")
+@register("affinity", "sometimes", "step", reads=REAP_READS, guards=REAP_GUARDS)
 def the_reaper_collected_a_binding(step: Step) -> bool:
     """A clock advance collected at least one expired binding."""
     return _moves_clock(step) and len(step.after.entries) < len(step.before.entries)
 
 
-@register("affinity", "sometimes", "step", spec="D5")
+@register("affinity", "sometimes", "step", reads=REAP_READS, guards=REAP_GUARDS)
 def the_clock_landed_exactly_on_a_deadline(step: Step) -> bool:
     """A clock advance stopped exactly on an unleased binding's idle deadline."""
     return _moves_clock(step) and any(
@@ -89,7 +116,7 @@ def the_clock_landed_exactly_on_a_deadline(step: Step) -> bool:
     )
 
 
-@register("affinity", "sometimes", "step", spec="D5")
+@register("affinity", "sometimes", "step", reads=REAP_READS, guards=REAP_GUARDS)
 def the_clock_stopped_one_nanosecond_before_a_deadline(step: Step) -> bool:
     """A clock advance stopped one nanosecond before an idle deadline."""
     return _moves_clock(step) and any(
@@ -98,61 +125,85 @@ def the_clock_stopped_one_nanosecond_before_a_deadline(step: Step) -> bool:
     )
 
 
-@register("affinity", "sometimes", "step", spec="B.13")
+@register("affinity", "sometimes", "step", reads=REPLICA_READS, guards=REPLICA_GUARDS)
 def a_replica_update_replaced_an_expired_binding(step: Step) -> bool:
     """A replica update revived a session whose binding had expired."""
     return bool(step.outcome.value == ReplicaOutcome.REPLACED_EXPIRED)
 
 
-@register("affinity", "sometimes", "step", spec="B.13")
+@register("affinity", "sometimes", "step", reads=REPLICA_READS, guards=REPLICA_GUARDS)
 def a_replica_update_replaced_a_live_binding(step: Step) -> bool:
     """A newer replica version moved a live binding to another target."""
     return bool(step.outcome.value == ReplicaOutcome.REPLACED_NEWER)
 
 
-@register("affinity", "sometimes", "step", spec="B.13")
+@register("affinity", "sometimes", "step", reads=REPLICA_READS, guards=REPLICA_GUARDS)
 def a_replica_update_was_ignored_as_a_conflict(step: Step) -> bool:
     """A replica update lost to the live binding's version."""
     return bool(step.outcome.value == ReplicaOutcome.IGNORED_CONFLICT)
 
 
-@register("affinity", "sometimes", "step", spec="B.13")
+@register("affinity", "sometimes", "step", reads=REPLICA_READS, guards=REPLICA_GUARDS)
 def a_replica_update_refreshed_a_binding(step: Step) -> bool:
     """A replica update refreshed a live binding's deadline."""
     return bool(step.outcome.value == ReplicaOutcome.REFRESHED)
 
 
-@register("affinity", "sometimes", "step", spec="B.13")
+@register("affinity", "sometimes", "step", reads=REPLICA_READS, guards=REPLICA_GUARDS)
 def a_replica_update_met_an_initialization(step: Step) -> bool:
     """A replica update arrived while the session was initializing."""
     return bool(step.outcome.value == ReplicaOutcome.IGNORED_INITIALIZING)
 
 
-@register("affinity", "sometimes", "step", spec="B.13")
+@register("affinity", "sometimes", "step", reads=REPLICA_READS, guards=REPLICA_GUARDS)
 def a_replica_update_was_refused_for_capacity(step: Step) -> bool:
     """A replica insert was refused because the table was full."""
     return bool(step.outcome.value == ReplicaOutcome.REJECTED_CAPACITY)
 
 
-@register("affinity", "sometimes", "step", spec="B.5")
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}.try_acquire",),
+    guards=(f"{AFFINITY}::try_acquire", f"{AFFINITY}::acquire"),
+)
 def a_request_had_to_wait(step: Step) -> bool:
     """An acquisition found the session initializing and had to wait."""
     return isinstance(step.op, Acquire) and isinstance(step.outcome.value, Wait)
 
 
-@register("affinity", "sometimes", "step", spec="D12")
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}.waiter_done",),
+    guards=(f"{INIT}::commit", f"{INIT}::drop"),
+)
 def a_waiter_was_woken(step: Step) -> bool:
     """A waiter's notification arrived."""
     return isinstance(step.op, PollWaiter) and step.outcome.value is True
 
 
-@register("affinity", "sometimes", "step", spec="B.8")
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}.join_initializing",),
+    guards=(f"{AFFINITY}::join_initializing",),
+)
 def a_join_bound_an_initialization(step: Step) -> bool:
     """A request joined another's initialization and bound the session."""
     return isinstance(step.op, Join) and isinstance(step.outcome.value, int)
 
 
-@register("affinity", "sometimes", "step", spec="B.7")
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}._commit_initialization",),
+    guards=(f"{INIT}::commit",),
+)
 def a_joined_initializer_committed(step: Step) -> bool:
     """An initializer committed after a joiner had already bound its session."""
     if not isinstance(step.op, Commit) or not step.outcome.ok:
@@ -164,7 +215,13 @@ def a_joined_initializer_committed(step: Step) -> bool:
     return isinstance(entry, Binding) and entry.revision == held.revision
 
 
-@register("affinity", "sometimes", "step", spec="F.2")
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}._release_lease",),
+    guards=(f"{LEASE}::release",),
+)
 def a_stale_lease_was_released(step: Step) -> bool:
     """A lease whose binding had since changed version was released."""
     if not isinstance(step.op, Release):
@@ -180,7 +237,13 @@ def a_stale_lease_was_released(step: Step) -> bool:
     )
 
 
-@register("affinity", "sometimes", "step", spec="B.9")
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}._commit_bound", f"{MODEL}.rebound_target"),
+    guards=(f"{AFFINITY}::commit", f"{LEASE}::rebind"),
+)
 def a_soft_commit_moved_a_binding(step: Step) -> bool:
     """A soft-mode commit rebound a session to where it was dispatched."""
     if step.before.config.mode is not Mode.SOFT or not isinstance(step.op, Commit):
@@ -197,7 +260,13 @@ def a_soft_commit_moved_a_binding(step: Step) -> bool:
     )
 
 
-@register("affinity", "sometimes", "step", spec="B.9")
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}._commit_bound", f"{MODEL}.check_dispatch_target"),
+    guards=(f"{AFFINITY}::commit", f"{CRATE}::validate_dispatch_target"),
+)
 def a_hard_commit_elsewhere_was_refused(step: Step) -> bool:
     """A hard-mode commit to another worker or rank failed and dropped the binding."""
     return (
@@ -208,7 +277,13 @@ def a_hard_commit_elsewhere_was_refused(step: Step) -> bool:
     )
 
 
-@register("affinity", "sometimes", "step", spec="D8")
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}._check_id",),
+    guards=(f"{AFFINITY}::validate_session_id",),
+)
 def an_oversized_id_was_refused(step: Step) -> bool:
     """An id over the byte limit was refused."""
     return (
@@ -217,7 +292,7 @@ def an_oversized_id_was_refused(step: Step) -> bool:
     )
 
 
-@register("affinity", "sometimes", "step", spec="D5")
+@register("affinity", "sometimes", "step", reads=REAP_READS, guards=REAP_GUARDS)
 def the_clock_stopped_one_nanosecond_after_a_deadline(step: Step) -> bool:
     """A clock advance stopped one nanosecond after an idle deadline."""
     return _moves_clock(step) and any(
@@ -226,7 +301,7 @@ def the_clock_stopped_one_nanosecond_after_a_deadline(step: Step) -> bool:
     )
 
 
-@register("affinity", "sometimes", "step", spec="D6")
+@register("affinity", "sometimes", "step", reads=CLOCK_READS, guards=CLOCK_GUARDS)
 def the_clock_advanced_by_zero(step: Step) -> bool:
     """A clock update to the current time was accepted."""
     return (
@@ -236,7 +311,7 @@ def the_clock_advanced_by_zero(step: Step) -> bool:
     )
 
 
-@register("affinity", "sometimes", "step", spec="D6")
+@register("affinity", "sometimes", "step", reads=CLOCK_READS, guards=CLOCK_GUARDS)
 def a_backwards_clock_update_was_refused(step: Step) -> bool:
     """A clock update to an earlier time was refused."""
     return (
@@ -250,7 +325,8 @@ def a_backwards_clock_update_was_refused(step: Step) -> bool:
     "affinity",
     "sometimes",
     "step",
-    spec="F.4",
+    reads=(f"{TABLE}._check_manual_clock",),
+    guards=(f"{AFFINITY}::with_config",),
     unreachable={"runtime": RUNTIME_RANGE},
 )
 def a_clock_update_with_an_unrepresentable_deadline_was_refused(step: Step) -> bool:
@@ -284,7 +360,12 @@ _cleanup_goal = register(
     "affinity",
     "sometimes",
     "step",
-    spec="B.14",
+    reads=(
+        f"{TABLE}.advance_clock",
+        f"{MODEL}.reaper_period_ns",
+        f"{MODEL}.cleanup_period_ns",
+    ),
+    guards=(f"{AFFINITY}::spawn_reaper",),
     unreachable={"every_advance": NO_CLEANUP_INSTANT},
 )
 
@@ -317,7 +398,13 @@ def the_clock_stopped_one_nanosecond_after_a_cleanup_instant(step: Step) -> bool
     return _stopped_near_cleanup(step, 1)
 
 
-@register("affinity", "sometimes", "step", spec="B.14")
+@register(
+    "affinity",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}.try_acquire", f"{TABLE}.query_target", f"{MODEL}.is_expired_at"),
+    guards=(f"{AFFINITY}::try_acquire", f"{AFFINITY}::query_target"),
+)
 def a_lookup_met_an_uncollected_binding_at_its_exact_deadline(step: Step) -> bool:
     """Acquisition or lookup met an unleased, uncollected binding at its deadline."""
     if not isinstance(step.op, Acquire | Query):

@@ -1,4 +1,4 @@
-"""Properties of affinity replicas over a faulty network (SPEC B.13, D10).
+"""Properties of affinity replicas over a faulty network.
 
 Subject `replica`: each predicate reads a `Step` whose states are
 `model.replica.network.NetworkState` snapshots (every replica's reference
@@ -38,7 +38,18 @@ from model.affinity.table import Binding, Initializing
 from model.affinity.types import ReplicaOutcome
 from model.replica.network import Message, NetworkState
 from model.replica.ops import Call, Deliver, Duplicate, HealAndFlush, NetworkOutcome
+from properties.affinity._cites import AFFINITY, INNER, LEASE, TABLE
 from properties.registry import Step, register
+
+READS = (
+    f"{TABLE}.apply_replica_update",
+    "model.replica.network.NetworkState.live_binding",
+)
+GUARDS = (
+    f"{AFFINITY}::apply_replica_update",
+    f"{INNER}::apply_replica_update",
+    f"{LEASE}::publish",
+)
 
 _APPLIED = frozenset(
     {
@@ -110,7 +121,41 @@ def _flushed(step: Step) -> bool:
     return isinstance(step.op, HealAndFlush) and bool(step.outcome.ok)
 
 
-@register("replica", "always", "step", spec="D10")
+def a_step_applied_a_replica_update(step: Step) -> bool:
+    """A delivery, a duplicate or a flush applied at least one replica update."""
+    return bool(_deliveries(step))
+
+
+def a_delivery_met_a_leased_binding(step: Step) -> bool:
+    """A replica update was applied while some replica's binding held a lease."""
+    if not _deliveries(step):
+        return False
+    before: NetworkState = step.before
+    return any(
+        isinstance(entry, Binding) and entry.leases > 0
+        for table in before.replicas
+        for _, entry in table.entries
+    )
+
+
+def a_heal_and_flush_completed(step: Step) -> bool:
+    """Every link was healed and every update in flight delivered."""
+    return _flushed(step)
+
+
+def a_flush_left_a_session_live_on_two_replicas(step: Step) -> bool:
+    """After the flush a session was live on at least two replicas."""
+    return _flushed(step) and bool(replicated_sessions(step.after))
+
+
+@register(
+    "replica",
+    "always",
+    "step",
+    antecedent=a_step_applied_a_replica_update,
+    reads=READS,
+    guards=GUARDS,
+)
 def a_delivery_never_lowers_a_live_version(step: Step) -> bool:
     """A delivery leaves every live binding live, with a version at least as high."""
     if not _deliveries(step):
@@ -126,7 +171,14 @@ def a_delivery_never_lowers_a_live_version(step: Step) -> bool:
     return True
 
 
-@register("replica", "always", "step", spec="D4, D10")
+@register(
+    "replica",
+    "always",
+    "step",
+    antecedent=a_delivery_met_a_leased_binding,
+    reads=READS,
+    guards=GUARDS,
+)
 def a_delivery_keeps_every_lease(step: Step) -> bool:
     """A delivery never removes a leased binding nor changes its lease count."""
     if not _deliveries(step):
@@ -145,7 +197,15 @@ def a_delivery_keeps_every_lease(step: Step) -> bool:
     return True
 
 
-@register("replica", "always", "step", spec="B.13")
+@register(
+    "replica",
+    "always",
+    "step",
+    antecedent=a_heal_and_flush_completed,
+    boundary=a_flush_left_a_session_live_on_two_replicas,
+    reads=READS,
+    guards=GUARDS,
+)
 def replicas_agree_after_a_heal_and_flush(step: Step) -> bool:
     """After heal and flush, every live copy of a session matches; only excused gaps."""
     if not _flushed(step):
@@ -167,7 +227,13 @@ def replicas_agree_after_a_heal_and_flush(step: Step) -> bool:
     return True
 
 
-@register("replica", "sometimes", "step", spec="B.13")
+@register(
+    "replica",
+    "sometimes",
+    "step",
+    reads=READS,
+    guards=GUARDS,
+)
 def a_delivery_replaced_a_live_binding_with_a_newer_version(step: Step) -> bool:
     """A delivered update moved a live binding to its newer version and target."""
     return any(
@@ -176,7 +242,13 @@ def a_delivery_replaced_a_live_binding_with_a_newer_version(step: Step) -> bool:
     )
 
 
-@register("replica", "sometimes", "step", spec="B.13")
+@register(
+    "replica",
+    "sometimes",
+    "step",
+    reads=READS,
+    guards=GUARDS,
+)
 def a_stale_delivery_was_ignored_as_a_conflict(step: Step) -> bool:
     """A delivered update lost to the receiver's live binding and changed nothing."""
     return any(
@@ -185,27 +257,51 @@ def a_stale_delivery_was_ignored_as_a_conflict(step: Step) -> bool:
     )
 
 
-@register("replica", "sometimes", "step", spec="B.13")
+@register(
+    "replica",
+    "sometimes",
+    "step",
+    reads=READS,
+    guards=GUARDS,
+)
 def a_message_was_delivered_twice(step: Step) -> bool:
     """A message whose copy had already been applied was delivered again."""
     delivered = _delivered_message(step)
     return delivered is not None and delivered[0].deliveries >= 1
 
 
-@register("replica", "sometimes", "step", spec="B.13")
+@register(
+    "replica",
+    "sometimes",
+    "step",
+    reads=READS,
+    guards=GUARDS,
+)
 def a_message_was_delivered_out_of_order(step: Step) -> bool:
     """A message was delivered while an older one waited on the same link."""
     return _delivered_message(step) is not None and step.op.position > 0
 
 
-@register("replica", "sometimes", "step", spec="G.8")
+@register(
+    "replica",
+    "sometimes",
+    "step",
+    reads=READS,
+    guards=GUARDS,
+)
 def a_delivery_revived_an_expired_binding(step: Step) -> bool:
     """A delivered update replaced a binding that had expired on the receiver."""
     delivered = _delivered_message(step)
     return delivered is not None and delivered[1] == ReplicaOutcome.REPLACED_EXPIRED
 
 
-@register("replica", "sometimes", "step", spec="G.8")
+@register(
+    "replica",
+    "sometimes",
+    "step",
+    reads=READS,
+    guards=GUARDS,
+)
 def a_delivery_arrived_a_ttl_after_it_was_sent(step: Step) -> bool:
     """An update delivered a full TTL or more after it was sent was still applied."""
     delivered = _delivered_message(step)
@@ -216,19 +312,37 @@ def a_delivery_arrived_a_ttl_after_it_was_sent(step: Step) -> bool:
     return outcome in _APPLIED and table.now_ns >= message.sent_ns + table.config.ttl_ns
 
 
-@register("replica", "sometimes", "step", spec="B.13")
+@register(
+    "replica",
+    "sometimes",
+    "step",
+    reads=READS,
+    guards=GUARDS,
+)
 def a_convergence_check_compared_a_binding_on_two_replicas(step: Step) -> bool:
     """After a heal and flush, some session was served live by two replicas or more."""
     return _flushed(step) and bool(replicated_sessions(step.after))
 
 
-@register("replica", "sometimes", "step", spec="B.13, D7")
+@register(
+    "replica",
+    "sometimes",
+    "step",
+    reads=READS,
+    guards=GUARDS,
+)
 def a_convergence_check_excused_a_full_replica(step: Step) -> bool:
     """After a heal and flush, a full replica lacked a session live elsewhere."""
     return _flushed(step) and "full" in _excuses(step.after)
 
 
-@register("replica", "sometimes", "step", spec="B.13, D10")
+@register(
+    "replica",
+    "sometimes",
+    "step",
+    reads=READS,
+    guards=GUARDS,
+)
 def a_convergence_check_excused_an_initializing_session(step: Step) -> bool:
     """After a heal and flush, a session live elsewhere was initializing on another."""
     return _flushed(step) and "initializing" in _excuses(step.after)

@@ -365,5 +365,23 @@ QUEUE_SCENARIOS: Final[tuple[QueueScenario, ...]] = (
             QDo(put(3), rejected=None, pending=1),
         ),
     ),
+    QueueScenario(
+        name="queue_a_pop_serves_beside_a_blocked_lane",
+        description=(
+            "A pop that finds worker 1 saturated blocks its lane and serves "
+            "worker 2's; the next pop, with every worker free, still passes the "
+            "blocked lane by and serves worker 2's other entry; `retain` "
+            "emptying the blocked lane leaves the queue empty."
+        ),
+        spec=synthetic("fcfs"),
+        steps=(
+            QDo(put(1, placement=W1)),
+            QDo(put(2, placement=W2)),
+            QDo(put(3, placement=W2)),
+            QDo(pop(Dispatch(saturated=frozenset({W1}))), serves=2),
+            QDo(pop(), serves=3, comment="worker 1 is free, its lane still blocked"),
+            QDo(Retain(frozenset({1})), pending=0),
+        ),
+    ),
 )
 """Every hand-written queue scenario."""

@@ -29,6 +29,7 @@ from model.affinity.ops import (
     EnableReplication,
     Invalidate,
     Join,
+    NextVersion,
     Op,
     PollWaiter,
     Query,
@@ -562,6 +563,48 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             Do(Query("s"), returns=_t(1), comment="the clock did not move"),
             Do(Advance(2**64), raises="InvalidArgument"),
             *_expires_at(10 * S, "s", _t(1)),
+        ),
+    ),
+    Scenario(
+        name="replica_updates_meet_an_initialization_and_a_repeated_binding",
+        description=(
+            "A replica update for a session that is still initializing is "
+            "ignored (its sequence is observed all the same); the binding's own "
+            "target and version sent back refresh it; the next local version "
+            "carries the writer id; an id over the byte limit is refused by "
+            "acquisition and query alike, and rejected as a replica update."
+        ),
+        config=AffinityConfig(ttl_ns=10 * S, max_session_id_bytes=4),
+        session_pool=("s", "sssss"),
+        steps=(
+            Do(EnableReplication(2), returns=True),
+            Do(Acquire("s"), returns=Initialize(1)),
+            Do(
+                ApplyReplica("s", _t(2), Version(5, 1)),
+                returns=ReplicaOutcome.IGNORED_INITIALIZING,
+                entries=1,
+                comment="the initialization is left alone",
+            ),
+            Do(
+                Commit(1, _t(1)),
+                returns=2,
+                published=(Published("s", _t(1), Version(6, 2)),),
+                comment="local versions moved past the observed sequence 5",
+            ),
+            Do(Release(2), returns=None, leases={"s": 0}),
+            Do(
+                ApplyReplica("s", _t(1), Version(6, 2)),
+                returns=ReplicaOutcome.REFRESHED,
+                comment="the binding's own target and version",
+            ),
+            Do(NextVersion(), returns=Version(7, 2)),
+            Do(Acquire("sssss"), raises="InvalidArgument", entries=1),
+            Do(Query("sssss"), raises="InvalidArgument"),
+            Do(
+                ApplyReplica("sssss", _t(1), Version(1, 1)),
+                returns=ReplicaOutcome.REJECTED_SESSION_ID,
+                entries=1,
+            ),
         ),
     ),
 )
