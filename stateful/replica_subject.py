@@ -54,9 +54,8 @@ from model.replica.ops import (
     NetworkOutcome,
     Partition,
 )
-from properties import reached, violated
 from properties.affinity.network import replicated_sessions
-from properties.registry import Step
+from properties.registry import Over, Step, evaluate
 from properties.registry import Subject as SubjectName
 from stateful.affinity_subject import (
     AffinityHarness,
@@ -237,10 +236,15 @@ class ReplicaNetworkHarness(Harness[AffinityConfig, NetworkOp]):
         violations = [name for _, report in done for name in report.violations]
         goals = [name for _, report in done for name in report.reached]
         network_step = Step(before, op, expected, after)
-        violations += violated("replica", "state", after)
-        violations += violated("replica", "step", network_step)
-        goals += reached("replica", "state", after)
-        goals += reached("replica", "step", network_step)
+        exercised: list[str] = []
+        at_boundary: list[str] = []
+        overs: tuple[Over, ...] = ("state", "step")
+        for over, value in zip(overs, (after, network_step), strict=True):
+            verdict = evaluate("replica", over, value)
+            violations += verdict.violated
+            goals += verdict.reached
+            exercised += verdict.exercised
+            at_boundary += verdict.at_boundary
         self.steps += 1
         return StepReport(
             index=self.steps,
@@ -252,6 +256,9 @@ class ReplicaNetworkHarness(Harness[AffinityConfig, NetworkOp]):
             violations=tuple(violations),
             reached=tuple(goals),
             difference_of=self.subject.difference,
+            evaluated=overs,
+            exercised=tuple(exercised),
+            at_boundary=tuple(at_boundary),
         )
 
     def _call(self, replica: int, call: Op) -> StepReport[Op]:

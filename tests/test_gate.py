@@ -286,7 +286,7 @@ def test_a_weakened_generator_fails_the_gate_naming_the_vacuous_property(
     assert "gate FAIL (pytest exit 1)" in completed.stdout
 
 
-def test_a_passing_run_writes_the_dossier_with_counts_for_both_subjects(
+def test_a_passing_run_writes_the_dossier_with_counts_for_every_subject(
     passing_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
     """dossier.md and dossier.json sit under <artifacts>/dossier/latest."""
@@ -296,7 +296,8 @@ def test_a_passing_run_writes_the_dossier_with_counts_for_both_subjects(
     rows = {row["name"]: row for row in document["properties"]}
 
     assert (folder / "dossier.md").is_file()
-    assert {"affinity", "queue"} == {row["subject"] for row in rows.values()}
+    subjects = {row["subject"] for row in rows.values()}
+    assert {"affinity", "queue", "replica"} == subjects
     assert rows["a_pop_takes_the_best_entry_of_its_lane"]["evaluations"] > 0
     assert rows["entries_never_exceed_capacity"]["evaluations"] > 0
     assert "least exercised properties" in completed.stdout

@@ -499,7 +499,7 @@ def write_history_artifact(
     (folder / "meta.json").write_text(
         json.dumps(meta, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
     )
-    _point_latest(test_dir, folder)
+    point_latest(test_dir, folder)
     return folder
 
 

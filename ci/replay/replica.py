@@ -324,6 +324,13 @@ class ReplicaKind(TraceKind):
         """A `ReplicaNetworkHarness`; `factory` builds every replica's table."""
         return ReplicaNetworkHarness(setup, factory)
 
+    def setup_from(self, subject: Any, config: Any) -> ReplicaSetup:
+        """Not from a subject and a config: a network's setup is its harness's."""
+        raise TypeError(
+            f"a replica setup comes from its network harness, not {subject!r} "
+            f"and {config!r}"
+        )
+
     def setup_of(self, harness: Any) -> ReplicaSetup:
         """The setup a `ReplicaNetworkHarness` was built with."""
         setup: ReplicaSetup = harness.setup
