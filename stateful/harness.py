@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -95,6 +95,44 @@ class Subject(ABC, Generic[C, Op]):
     def rebuilt(self) -> Any:
         """The outcome recorded for an operation that rebuilt both sides."""
         return None
+
+
+@dataclass(frozen=True)
+class Evaluated:
+    """What the registry said of one step's evaluations, in evaluation order."""
+
+    evaluated: tuple[Over, ...]
+    violated: tuple[str, ...]
+    reached: tuple[str, ...]
+    exercised: tuple[str, ...]
+    at_boundary: tuple[str, ...]
+    misdeclared: tuple[str, ...]
+
+
+def evaluate_all(subject: SubjectName, values: Iterable[tuple[Over, Any]]) -> Evaluated:
+    """Evaluate a subject's properties over each (kind, value) of one step."""
+    evaluated: list[Over] = []
+    violated: list[str] = []
+    reached: list[str] = []
+    exercised: list[str] = []
+    at_boundary: list[str] = []
+    misdeclared: list[str] = []
+    for over, value in values:
+        verdict = evaluate(subject, over, value)
+        evaluated.append(over)
+        violated += verdict.violated
+        reached += verdict.reached
+        exercised += verdict.exercised
+        at_boundary += verdict.at_boundary
+        misdeclared += verdict.misdeclared
+    return Evaluated(
+        tuple(evaluated),
+        tuple(violated),
+        tuple(reached),
+        tuple(exercised),
+        tuple(at_boundary),
+        tuple(misdeclared),
+    )
 
 
 @dataclass(frozen=True)
@@ -194,20 +232,9 @@ class Harness(Generic[C, Op]):
         after = subject.snapshot(self.model)
         model_view = subject.observe(self.model, after)
         sut_view = subject.observe(self.sut, after) if self.check_states else model_view
-        evaluated: list[Over] = []
-        violations: list[str] = []
-        goals: list[str] = []
-        exercised: list[str] = []
-        at_boundary: list[str] = []
-        misdeclared: list[str] = []
-        for over, value in subject.evaluations(before, op, expected, after, sut_view):
-            verdict = evaluate(subject.name, over, value)
-            evaluated.append(over)
-            violations += verdict.violated
-            goals += verdict.reached
-            exercised += verdict.exercised
-            at_boundary += verdict.at_boundary
-            misdeclared += verdict.misdeclared
+        checked = evaluate_all(
+            subject.name, subject.evaluations(before, op, expected, after, sut_view)
+        )
         self.steps += 1
         return StepReport(
             index=self.steps,
@@ -216,11 +243,11 @@ class Harness(Generic[C, Op]):
             actual=actual,
             model_view=model_view,
             sut_view=sut_view,
-            violations=tuple(violations),
-            reached=tuple(goals),
+            violations=checked.violated,
+            reached=checked.reached,
             difference_of=subject.difference,
-            evaluated=tuple(evaluated),
-            exercised=tuple(exercised),
-            at_boundary=tuple(at_boundary),
-            misdeclared=tuple(misdeclared),
+            evaluated=checked.evaluated,
+            exercised=checked.exercised,
+            at_boundary=checked.at_boundary,
+            misdeclared=checked.misdeclared,
         )

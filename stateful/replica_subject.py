@@ -55,7 +55,7 @@ from model.replica.ops import (
     Partition,
 )
 from properties.affinity.network import replicated_sessions
-from properties.registry import Over, Step, evaluate
+from properties.registry import Step
 from properties.registry import Subject as SubjectName
 from stateful.affinity_subject import (
     AffinityHarness,
@@ -64,7 +64,7 @@ from stateful.affinity_subject import (
     observe,
     view_difference,
 )
-from stateful.harness import Harness, StepReport, Subject
+from stateful.harness import Harness, StepReport, Subject, evaluate_all
 
 FLUSH_DELIVERIES_MAX: Final[int] = IN_FLIGHT_MAX * REPLICAS_MAX
 """A flush delivers at most this many messages; more raises, never truncates."""
@@ -236,15 +236,7 @@ class ReplicaNetworkHarness(Harness[AffinityConfig, NetworkOp]):
         violations = [name for _, report in done for name in report.violations]
         goals = [name for _, report in done for name in report.reached]
         network_step = Step(before, op, expected, after)
-        exercised: list[str] = []
-        at_boundary: list[str] = []
-        overs: tuple[Over, ...] = ("state", "step")
-        for over, value in zip(overs, (after, network_step), strict=True):
-            verdict = evaluate("replica", over, value)
-            violations += verdict.violated
-            goals += verdict.reached
-            exercised += verdict.exercised
-            at_boundary += verdict.at_boundary
+        checked = evaluate_all("replica", [("state", after), ("step", network_step)])
         self.steps += 1
         return StepReport(
             index=self.steps,
@@ -253,12 +245,13 @@ class ReplicaNetworkHarness(Harness[AffinityConfig, NetworkOp]):
             actual=actual,
             model_view=model_view,
             sut_view=sut_view,
-            violations=tuple(violations),
-            reached=tuple(goals),
+            violations=(*violations, *checked.violated),
+            reached=(*goals, *checked.reached),
             difference_of=self.subject.difference,
-            evaluated=overs,
-            exercised=tuple(exercised),
-            at_boundary=tuple(at_boundary),
+            evaluated=checked.evaluated,
+            exercised=checked.exercised,
+            at_boundary=checked.at_boundary,
+            misdeclared=checked.misdeclared,
         )
 
     def _call(self, replica: int, call: Op) -> StepReport[Op]:

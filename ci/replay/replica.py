@@ -34,12 +34,16 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from ci.replay.affinity import (
+    KIND as AFFINITY_KIND,
+)
+from ci.replay.affinity import (
     OPS as AFFINITY_OPS,
 )
 from ci.replay.affinity import (
     OUTCOMES as AFFINITY_OUTCOMES,
 )
 from ci.replay.affinity import (
+    AffinitySetup,
     Projection,
     decode_config,
     decode_projection,
@@ -51,7 +55,6 @@ from ci.replay.affinity import (
     encode_target,
     encode_version,
     project,
-    show_session,
 )
 from ci.replay.affinity import (
     created_handle as table_created_handle,
@@ -338,14 +341,8 @@ class ReplicaKind(TraceKind):
 
     def describe(self, setup: ReplicaSetup) -> str:
         """The replica count, the configuration and the observed ids."""
-        config = setup.config
-        sessions = ", ".join(show_session(s) for s in setup.session_pool)
-        return (
-            f"{setup.replicas} replicas, each ttl_ns={config.ttl_ns} "
-            f"mode={config.mode.value} max_entries={config.max_entries} "
-            f"max_session_id_bytes={config.max_session_id_bytes} "
-            f"reaping={config.reaping}; sessions {sessions}"
-        )
+        table = AFFINITY_KIND.describe(AffinitySetup(setup.config, setup.session_pool))
+        return f"{setup.replicas} replicas, each {table}"
 
     def model_factory(self) -> Factory:
         """`ModelAffinity` for every replica."""
