@@ -226,6 +226,7 @@ def test_an_unreachable_redis_is_one_line_and_exit_2() -> None:
     [
         ["ci.fuzz", "--workers", "2", "--for", "soon"],
         ["ci.soak", "--seeds", "-3"],
+        ["ci.soak", "merge", "no/such/soak"],
         ["ci.determinism", "--targets", "nope"],
     ],
 )
@@ -249,6 +250,8 @@ def test_bad_arguments_are_one_line_and_exit_2(arguments: list[str]) -> None:
         (soak_main, []),
         (soak_main, ["--seeds", "2", "--profile", "weekly"]),
         (soak_main, ["--seeds", "2", "--jobs", "1000"]),
+        (soak_main, ["merge"]),
+        (soak_main, ["merge", "no/such/soak", "--out"]),
         (determinism_main, ["--examples", "x"]),
         (determinism_main, ["--hash-seeds", "1"]),
         (determinism_main, ["--targets", "", "--failing", ""]),

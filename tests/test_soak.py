@@ -13,6 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from ci.soak.command import SeedRun, Soak, TargetRun, report, write_report
+from ci.soak.merge import main, merge
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 600
 
@@ -54,3 +59,75 @@ def test_vacuous_seeds_are_false_alarms_that_reproduce(tmp_path: Path) -> None:
     assert [True, True] == [check["reproduced"] for check in report["rechecks"]]
     assert 5 <= report["per_target"]["queue-model"]["test_cases"] // 2
     assert report["seconds_per_seed"]["max"] > 0
+
+
+def _piece(folder: Path, seeds: range, *, examples: int = 400) -> Path:
+    """A soak folder with one passing or failing run per seed (made, not run)."""
+    state = Soak(
+        settings={
+            "profile": "ci-seeded",
+            "max_examples": examples,
+            "stateful_step_count": 60,
+            "targets": {"queue": "stateful/test_queue_machine.py::t"},
+            "first_seed": seeds.start,
+            "seeds": len(seeds),
+            "jobs": 1,
+        }
+    )
+    for seed in seeds:
+        outcome = "failed" if seed == 3 else "passed"  # seed 3: one false alarm
+        run = TargetRun(
+            target="queue",
+            outcome=outcome,
+            message="",
+            counterexample=False,
+            flaky=False,
+            test_cases=400,
+            seconds=seed / 10,
+            replay=(),
+        )
+        state.seeds.append(SeedRun(seed, float(seed), 1 * (seed == 3), (run,)))
+    folder.mkdir(parents=True)
+    write_report(folder, report(state, complete=True))
+    return folder
+
+
+def test_pieces_merge_into_the_report_of_one_run(tmp_path: Path) -> None:
+    """Seeds 1-2 and 3-5 merge into the figures of seeds 1-5 run at once."""
+    whole = merge([_piece(tmp_path / "whole", range(1, 6))])
+    merged = merge(
+        [_piece(tmp_path / "a", range(1, 3)), _piece(tmp_path / "b", range(3, 6))]
+    )
+
+    for key in ("seeds_run", "false_alarms", "false_alarm_seeds", "per_seed"):
+        assert whole[key] == merged[key], key
+    assert {"mean": 3.0, "median": 3.0, "p95": 5.0, "max": 5.0} == merged[
+        "seconds_per_seed"
+    ]
+    assert ["1-2", "3-5"] == [piece["seeds"] for piece in merged["merged_from"]]
+    assert 1 == main(
+        [str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "out")]
+    )
+    assert (tmp_path / "out" / "report.json").is_file()
+
+
+def test_pieces_that_measured_different_things_do_not_merge(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Another batch size, a seed twice, or an old report: one line, exit 2."""
+    a = _piece(tmp_path / "a", range(1, 3))
+    other = _piece(tmp_path / "other", range(3, 5), examples=20)
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "report.json").write_text(json.dumps({"settings": {}}))
+
+    for pieces, says in (
+        ([a, other], "max_examples 20 differs"),
+        ([a, a], "seed 1 is in both"),
+        ([a, old], "no per-seed rows"),
+        ([tmp_path / "missing"], "no report.json there"),
+    ):
+        assert 2 == main([str(piece) for piece in pieces])
+        err = capsys.readouterr().err
+        assert 1 == len(err.splitlines()), err
+        assert says in err, err

@@ -3,6 +3,7 @@
     python -m ci.soak --seeds N [--first-seed S] [--profile ci|nightly]
                       [--jobs J] [--targets affinity,queue] [--examples N]
                       [--artifacts DIR] [--no-recheck]
+    python -m ci.soak merge DIR... [--out DIR]
 
 Each seed runs the targets' pytest tests once, in a fresh interpreter, under the
 profile's sizes with randomization on (`ci-seeded` or `nightly-seeded` in
@@ -16,7 +17,10 @@ The report -- seeds, false alarms, flaky detections, seconds per seed (mean,
 median, p95, max), each failure with its replay lines -- is printed and kept as
 `<artifacts>/soak/<utc-stamp>/report.json` (`latest` points to the newest),
 rewritten after every seed so an interrupted soak keeps what it measured.
-Counterexample artifacts of a false alarm go beside it.
+Counterexample artifacts of a false alarm go beside it. The report keeps one
+row per seed (`per_seed`), so soaks run in pieces -- other seed ranges, other
+machines, other sessions -- merge into one report (`ci.soak.merge`) whose
+figures are computed from the rows exactly as a single run's are.
 
 Exit status: 0 no false alarm and no flaky detection; 1 otherwise; 2 bad
 arguments or a run that could not start (one line on stderr).
@@ -192,6 +196,31 @@ def failures(soak: Soak) -> list[tuple[int, TargetRun]]:
     ]
 
 
+def _seed_of(run: SeedRun) -> int:
+    return run.seed
+
+
+def seed_row(run: SeedRun) -> dict[str, Any]:
+    """One seed's row of the report: enough to recompute every figure."""
+    return {
+        "seed": run.seed,
+        "seconds": run.seconds,
+        "returncode": run.returncode,
+        "targets": [asdict(target) for target in run.targets],
+    }
+
+
+def seed_from_row(row: dict[str, Any]) -> SeedRun:
+    """The inverse of `seed_row` (a `KeyError`/`TypeError` on a bad row)."""
+    targets = tuple(
+        TargetRun(**{**target, "replay": tuple(target["replay"])})
+        for target in row["targets"]
+    )
+    return SeedRun(
+        int(row["seed"]), float(row["seconds"]), int(row["returncode"]), targets
+    )
+
+
 def _percentile(values: Sequence[float], percent: int) -> float:
     ordered = sorted(values)
     index = min(len(ordered) - 1, max(0, -(-len(ordered) * percent // 100) - 1))
@@ -239,6 +268,7 @@ def report(soak: Soak, *, complete: bool) -> dict[str, Any]:
         "wall_seconds": round(time.monotonic() - soak.started, 1),
         "per_target": dict(sorted(per_target.items())),
         "failures": [{"seed": seed, **asdict(run)} for seed, run in alarms],
+        "per_seed": [seed_row(seed) for seed in sorted(soak.seeds, key=_seed_of)],
         "rechecks": [asdict(check) for check in soak.rechecks],
         "git_commit": commit,
         "git_dirty": dirty,
@@ -247,7 +277,8 @@ def report(soak: Soak, *, complete: bool) -> dict[str, Any]:
     } | crate_versions()
 
 
-def _write(folder: Path, document: dict[str, Any]) -> None:
+def write_report(folder: Path, document: dict[str, Any]) -> None:
+    """Write `report.json` in `folder` atomically."""
     staging = folder / f".{REPORT_FILE}.tmp"
     staging.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
     staging.replace(folder / REPORT_FILE)
@@ -261,7 +292,8 @@ def _point_latest(folder: Path) -> None:
     staging.replace(link)
 
 
-def _summary(document: dict[str, Any]) -> list[str]:
+def summary(document: dict[str, Any]) -> list[str]:
+    """The report's printed lines."""
     per_seed = document["seconds_per_seed"]
     lines = [
         (
@@ -299,6 +331,11 @@ def _check(arguments: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the soak; exit 0 clean, 1 false alarm or flaky, 2 usage."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["merge"]:
+        from ci.soak import merge  # noqa: PLC0415 - merge imports this module
+
+        return merge.main(argv[1:])
     try:
         arguments = build_parser().parse_args(argv)
         targets = resolve(arguments.targets)
@@ -340,7 +377,7 @@ def soak(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
             return
         with state.lock:
             state.seeds.append(result)
-            _write(folder, report(state, complete=False))
+            write_report(folder, report(state, complete=False))
             verdicts = ", ".join(
                 f"{run.target} {run.outcome} {run.seconds:.1f} s"
                 for run in result.targets
@@ -360,7 +397,7 @@ def soak(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
         pool.shutdown(wait=False, cancel_futures=True)
         runner.stop_all()
         with state.lock:
-            _write(folder, report(state, complete=False))
+            write_report(folder, report(state, complete=False))
         print(
             f"interrupted; the report so far: {folder / REPORT_FILE}", file=sys.stderr
         )
@@ -381,8 +418,8 @@ def soak(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
                 )
             )
     document = report(state, complete=True)
-    _write(folder, document)
-    for line in _summary(document):
+    write_report(folder, document)
+    for line in summary(document):
         print(line)
     print(f"report: {folder / REPORT_FILE}")
     clean = document["false_alarms"] == 0 and document["flaky"] == 0
