@@ -25,16 +25,18 @@ class RuntimeAffinityTable:
     def __init__(
         self,
         ttl_ns: int,
-        soft: bool,
+        mode: str,
         max_entries: int,
         max_session_id_bytes: int,
     ) -> None: ...
     @staticmethod
-    def crate_defaults(ttl_ns: int) -> tuple[bool, int, int]: ...
+    def crate_defaults(ttl_ns: int) -> tuple[str, int, int]: ...
+    @staticmethod
+    def parse_mode(text: str) -> str: ...
     @staticmethod
     def manual(
         ttl_ns: int,
-        soft: bool,
+        mode: str,
         max_entries: int,
         max_session_id_bytes: int,
         instant_range_ns: int | None = None,
@@ -129,7 +131,7 @@ CONCURRENT_OPS_MAX: int
 
 def run_concurrent_affinity(
     ttl_ns: int,
-    soft: bool,
+    mode: str,
     max_entries: int,
     max_session_id_bytes: int,
     sequence_offset: int,

@@ -114,7 +114,7 @@ def _new_table(config: AffinityConfig, *, manual: bool) -> _native.RuntimeAffini
     """The binding's table for `config`: manual clock or paused runtime clock."""
     fields = (
         config.ttl_ns,
-        config.mode is Mode.SOFT,
+        str(config.mode),
         config.max_entries,
         config.max_session_id_bytes,
     )
@@ -407,7 +407,7 @@ def run_concurrent(
     with _translated():
         raw_events, now_ns, entry_count, lease_counts = _native.run_concurrent_affinity(
             config.ttl_ns,
-            config.mode is Mode.SOFT,
+            str(config.mode),
             config.max_entries,
             config.max_session_id_bytes,
             SEQUENCE_OFFSET,
@@ -450,6 +450,12 @@ def raw_next_sequence_probe(config: AffinityConfig) -> int:
     return sequence
 
 
+def parse_mode(text: str) -> Mode:
+    """`SessionAffinityMode::from_str(text)`: the mode, or the crate's refusal."""
+    with _translated():
+        return Mode(_native.RuntimeAffinityTable.parse_mode(text))
+
+
 def crate_default_config(ttl_ns: int) -> AffinityConfig:
     """`SessionAffinityConfig::new(ttl)` as the model's configuration.
 
@@ -458,12 +464,12 @@ def crate_default_config(ttl_ns: int) -> AffinityConfig:
     only here.
     """
     with _translated():
-        soft, max_entries, max_id_bytes = _native.RuntimeAffinityTable.crate_defaults(
+        mode, max_entries, max_id_bytes = _native.RuntimeAffinityTable.crate_defaults(
             ttl_ns
         )
     return AffinityConfig(
         ttl_ns=ttl_ns,
-        mode=Mode.SOFT if soft else Mode.HARD,
+        mode=Mode(mode),
         max_entries=max_entries,
         max_session_id_bytes=max_id_bytes,
     )

@@ -532,6 +532,35 @@ class AffinityMachine(DifferentialMachine):
             self._run(rule_name, Commit(again.handle, dispatched))
         self._run(rule_name, Release(second.handle))
 
+    @rule(data=st.data(), dispatched=targets, revived_to=targets)
+    def leases_across_a_revived_binding(
+        self, data: st.DataObject, dispatched: Target, revived_to: Target
+    ) -> None:
+        """Two leases on a revived binding outlive its rebinding alike.
+
+        A replica revives an expired binding; two requests lease it; one lease
+        invalidates it; the id is bound afresh; then the other, stale lease is
+        released. The revival must take a new revision (the crate's
+        `next_revision`), or the fresh binding shares it and the stale release
+        takes the new binding's lease away.
+        """
+        rule_name = "leases_across_a_revived_binding"
+        if not self._expired_sessions():
+            self._expire_a_vacant_binding(rule_name, data, dispatched)
+        if not self._expired_sessions():
+            return
+        session_id = data.draw(st.sampled_from(self._expired_sessions()), label="id")
+        self._run(rule_name, ApplyReplica(session_id, revived_to, Version(0, 0)))
+        first = self._run(rule_name, Acquire(session_id, None)).expected.value
+        second = self._run(rule_name, Acquire(session_id, None)).expected.value
+        if not isinstance(first, Bound) or not isinstance(second, Bound):
+            return
+        self._run(rule_name, Invalidate(first.handle))
+        again = self._run(rule_name, Acquire(session_id, None)).expected.value
+        if isinstance(again, Initialize):
+            self._run(rule_name, Commit(again.handle, dispatched))
+        self._run(rule_name, Release(second.handle))
+
     @rule(delta=st.sampled_from((-1, 0, 1, 10)))
     def observe_sequence(self, delta: int) -> None:
         """Observing a replica sequence moves local versions alike."""

@@ -5,8 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from impl.adapter import NativeAffinity
+from impl.adapter import parse_mode as native_parse_mode
 from model.affinity.api import AffinityApi
 from model.affinity.table import CLOCK_NS_MAX, ModelAffinity
 from model.affinity.types import (
@@ -15,8 +18,10 @@ from model.affinity.types import (
     AffinityConfig,
     Bound,
     Initialize,
+    Mode,
     Target,
 )
+from model.affinity.types import parse_mode as model_parse_mode
 from model.errors import (
     DroppedError,
     HandleError,
@@ -192,3 +197,25 @@ def test_a_panic_while_holding_an_entry_leaves_the_table_usable() -> None:
     assert 1 == table.lease_count("a")
     table.release(lease)
     assert 0 == table.lease_count("a")
+
+
+MODE_TEXTS = ["hard", "soft", "Hard", "SOFT", " hard", "soft\n", "", "hard\x00", "hart"]
+
+
+def _parsed(parse: Callable[[str], Mode], text: str) -> Mode | str:
+    """The mode `parse` reads from `text`, or the refusal's message prefix."""
+    try:
+        return parse(text)
+    except InvalidArgumentError as error:
+        return str(error).split('"', 1)[0].split("'", 1)[0]
+
+
+@given(text=st.sampled_from(MODE_TEXTS) | st.text(max_size=8))
+def test_a_mode_is_read_from_its_exact_name_and_any_other_text_is_refused(
+    text: str,
+) -> None:
+    """`hard` and `soft` parse to their modes, in crate and model; all else refused."""
+    expected = _parsed(model_parse_mode, text)
+
+    assert expected == _parsed(native_parse_mode, text)
+    assert expected in (*Mode, "invalid session affinity mode ")

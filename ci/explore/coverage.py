@@ -87,6 +87,9 @@ RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
     "drop_table": frozenset({DropTable}),
     "enable_replication": frozenset({EnableReplication}),
     "invalidate": frozenset({Invalidate}),
+    "leases_across_a_revived_binding": frozenset(
+        {Acquire, Commit, Release, Advance, ApplyReplica, Invalidate}
+    ),
     "join": frozenset({Join}),
     "next_version": frozenset({NextVersion}),
     "observe_sequence": frozenset({ObserveSequence}),

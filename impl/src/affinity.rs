@@ -178,19 +178,29 @@ fn latest_instant(from: Instant) -> Instant {
     from + low
 }
 
-/// `SessionAffinityConfig` from the binding's arguments.
+/// `SessionAffinityConfig` from the binding's arguments. The mode arrives as
+/// text and is parsed by the crate (`SessionAffinityMode: FromStr`, as a
+/// configuration file's value would be); its refusal is `InvalidArgument`.
 pub(crate) fn affinity_config(
     ttl_ns: u64,
-    soft: bool,
+    mode: &str,
     max_entries: usize,
     max_session_id_bytes: usize,
-) -> SessionAffinityConfig {
-    let mode = if soft { SessionAffinityMode::Soft } else { SessionAffinityMode::Hard };
-    SessionAffinityConfig {
+) -> PyResult<SessionAffinityConfig> {
+    let mode = mode.parse::<SessionAffinityMode>().map_err(InvalidArgument::new_err)?;
+    Ok(SessionAffinityConfig {
         ttl: Duration::from_nanos(ttl_ns),
         mode,
         max_entries,
         max_session_id_bytes,
+    })
+}
+
+/// The text `SessionAffinityMode::from_str` reads for `mode`.
+fn mode_name(mode: SessionAffinityMode) -> &'static str {
+    match mode {
+        SessionAffinityMode::Hard => "hard",
+        SessionAffinityMode::Soft => "soft",
     }
 }
 
@@ -270,10 +280,10 @@ impl RuntimeAffinityTable {
     /// `SessionAffinity::with_config(SessionAffinityConfig { ttl, mode, max_entries,
     /// max_session_id_bytes })`, constructed at clock time 0.
     #[new]
-    fn new(ttl_ns: u64, soft: bool, max_entries: usize, max_session_id_bytes: usize) -> PyResult<Self> {
+    fn new(ttl_ns: u64, mode: &str, max_entries: usize, max_session_id_bytes: usize) -> PyResult<Self> {
         guard(|| {
+            let config = affinity_config(ttl_ns, mode, max_entries, max_session_id_bytes)?;
             let runtime = paused_runtime()?;
-            let config = affinity_config(ttl_ns, soft, max_entries, max_session_id_bytes);
             let (table, origin) = runtime.block_on(async {
                 let origin = Instant::now();
                 let table = SessionAffinity::with_config(config);
@@ -287,14 +297,20 @@ impl RuntimeAffinityTable {
     }
 
     /// `SessionAffinityConfig::new(ttl)`: the crate's defaults, as
-    /// `(soft, max_entries, max_session_id_bytes)`.
+    /// `(mode, max_entries, max_session_id_bytes)`.
     #[staticmethod]
-    fn crate_defaults(ttl_ns: u64) -> PyResult<(bool, usize, usize)> {
+    fn crate_defaults(ttl_ns: u64) -> PyResult<(&'static str, usize, usize)> {
         guard(|| {
             let config = SessionAffinityConfig::new(Duration::from_nanos(ttl_ns));
-            let soft = config.mode == SessionAffinityMode::Soft;
-            Ok((soft, config.max_entries, config.max_session_id_bytes))
+            Ok((mode_name(config.mode), config.max_entries, config.max_session_id_bytes))
         })
+    }
+
+    /// `text.parse::<SessionAffinityMode>()`, as the mode's name; the crate's
+    /// refusal is `InvalidArgument` with its message.
+    #[staticmethod]
+    fn parse_mode(text: &str) -> PyResult<&'static str> {
+        guard(|| Ok(mode_name(text.parse::<SessionAffinityMode>().map_err(InvalidArgument::new_err)?)))
     }
 
     /// `SessionAffinity::with_manual_clock(config, origin)` (feature
@@ -305,17 +321,17 @@ impl RuntimeAffinityTable {
     /// guard is otherwise out of reach of a `u64` nanosecond clock).
     #[cfg(feature = "manual-clock")]
     #[staticmethod]
-    #[pyo3(signature = (ttl_ns, soft, max_entries, max_session_id_bytes, instant_range_ns=None))]
+    #[pyo3(signature = (ttl_ns, mode, max_entries, max_session_id_bytes, instant_range_ns=None))]
     fn manual(
         ttl_ns: u64,
-        soft: bool,
+        mode: &str,
         max_entries: usize,
         max_session_id_bytes: usize,
         instant_range_ns: Option<u64>,
     ) -> PyResult<Self> {
         guard(|| {
+            let config = affinity_config(ttl_ns, mode, max_entries, max_session_id_bytes)?;
             let runtime = paused_runtime()?;
-            let config = affinity_config(ttl_ns, soft, max_entries, max_session_id_bytes);
             let now = runtime.block_on(async { Instant::now() });
             let origin = match instant_range_ns {
                 None => now,

@@ -407,12 +407,12 @@ fn new_table(config: SessionAffinityConfig, origin: Instant, manual: bool) -> Re
 /// construction (the adapter's sequence pinning). `canary` may name
 /// `split_commit`, a deliberately non-atomic commit.
 #[pyfunction]
-#[pyo3(signature = (ttl_ns, soft, max_entries, max_session_id_bytes, sequence_offset, programs, schedule_seed, sessions, canary=None, manual=false))]
+#[pyo3(signature = (ttl_ns, mode, max_entries, max_session_id_bytes, sequence_offset, programs, schedule_seed, sessions, canary=None, manual=false))]
 #[allow(clippy::too_many_arguments)]
 fn run_concurrent_affinity(
     py: Python<'_>,
     ttl_ns: u64,
-    soft: bool,
+    mode: &str,
     max_entries: usize,
     max_session_id_bytes: usize,
     sequence_offset: u64,
@@ -432,8 +432,8 @@ fn run_concurrent_affinity(
         Some(other) => return Err(InvalidArgument::new_err(format!("unknown canary {other:?}"))),
     };
     guard(|| {
+        let config = affinity_config(ttl_ns, mode, max_entries, max_session_id_bytes)?;
         let runtime = paused_runtime()?;
-        let config = affinity_config(ttl_ns, soft, max_entries, max_session_id_bytes);
         let (table, origin) = runtime.block_on(async {
             let origin = Instant::now();
             let table = new_table(config, origin, manual);

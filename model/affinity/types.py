@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Literal
 
+from model.errors import InvalidArgumentError
+
 SECOND_NS = 1_000_000_000
 MILLISECOND_NS = 1_000_000
 TTL_S_MAX = 31_536_000
@@ -51,6 +53,15 @@ class Mode(StrEnum):
 
     HARD = "hard"
     SOFT = "soft"
+
+
+def parse_mode(text: str) -> Mode:
+    """A mode from its exact lower-case name; any other text is refused."""
+    if text not in {mode.value for mode in Mode}:
+        raise InvalidArgumentError(
+            f"invalid session affinity mode {text!r}; expected 'hard' or 'soft'"
+        )
+    return Mode(text)
 
 
 class ReplicaOutcome(StrEnum):
