@@ -191,6 +191,15 @@ def test_a_bad_shard_is_one_line_and_exit_2(shard: str) -> None:
     assert "1 <= K <= N" in error
 
 
+def test_a_source_that_is_not_a_crate_tree_is_one_line_and_exit_2(
+    tmp_path: Path,
+) -> None:
+    """`--source` must hold the two files the sweep mutates."""
+    error = _one_line_exit_2("--source", str(tmp_path), "--list")
+
+    assert f"--source {tmp_path}: not a dynamo-kv-router tree" in error
+
+
 def test_merging_a_missing_folder_is_one_line_and_exit_2(tmp_path: Path) -> None:
     """`merge` names the folder that does not exist."""
     missing = tmp_path / "absent"

@@ -4,7 +4,9 @@ The set: cargo-mutants' mutants of `src/services/selection/affinity.rs` and
 `src/scheduling/policy_queue.rs` plus our operators' that it does not generate
 (`ci/mutants/cargo_mutants.py`, `ci/mutants/operators.py`). A run takes one
 shard of it (`--shard K/N`: every N-th mutant of the id-sorted set) or the
-`--ids` given, and for each mutant, in id order::
+`--ids` given, and for each mutant, in id order (`--source TREE` mutates
+another dynamo-kv-router tree instead of the pinned crate, for example a
+manual-clock revision, with the binding features that tree supports)::
 
     1. apply it to a work copy of the pinned crate;
     2. rebuild the binding against that copy (one CARGO_TARGET_DIR, so the
@@ -69,6 +71,7 @@ from ci.build_local import (
     copy_python_tree,
     default_work_dir,
     describe_extension,
+    detect_features,
     install_extension,
     pinned_source,
     pinned_version,
@@ -231,13 +234,14 @@ def pinned_toolchain() -> str:
 # --- the work copy of the crate -----------------------------------------------
 
 
-def prepare_crate_tree(root: Path) -> Path:
-    """A pristine copy of the pinned crate at `root/lib/kv-router`, plus stubs.
+def prepare_crate_tree(root: Path, source: Path | None = None) -> Path:
+    """A pristine copy of `source` (default: the pinned crate), plus stubs.
 
+    The copy sits at `root/lib/kv-router`.
     Only files whose content differs are rewritten, so cargo's fingerprints
     stay valid and a leftover mutant from an interrupted run is undone.
     """
-    source = pinned_source()
+    source = source if source is not None else pinned_source()
     crate = root / CRATE_DIR_IN_TREE
     for path in sorted(source.rglob("*")):
         if path.is_file():
@@ -247,16 +251,18 @@ def prepare_crate_tree(root: Path) -> Path:
     return crate
 
 
-def apply_mutant(crate: Path, mutant: Mutant) -> None:
+def apply_mutant(crate: Path, mutant: Mutant, source: Path | None = None) -> None:
     """Write the mutated file into the work copy (which must be pristine)."""
     path = crate / mutant.file
-    pristine = (pinned_source() / mutant.file).read_text(encoding="utf-8")
+    source = source if source is not None else pinned_source()
+    pristine = (source / mutant.file).read_text(encoding="utf-8")
     path.write_text(mutant.apply(pristine), encoding="utf-8")
 
 
-def restore_file(crate: Path, relative: str) -> None:
-    """Put the pinned crate's version of `relative` back into the work copy."""
-    write_if_changed(crate / relative, (pinned_source() / relative).read_bytes())
+def restore_file(crate: Path, relative: str, source: Path | None = None) -> None:
+    """Put `source`'s (the pinned crate's) `relative` back into the work copy."""
+    source = source if source is not None else pinned_source()
+    write_if_changed(crate / relative, (source / relative).read_bytes())
 
 
 # --- one side's verdict -------------------------------------------------------
@@ -371,6 +377,11 @@ class Config:
     ids: tuple[str, ...]
     work_dir: Path
     out_root: Path
+    source: Path | None = None  # None: the pinned crate as cargo downloaded it
+
+    def crate_source(self) -> Path:
+        """The dynamo-kv-router tree whose mutants this run tries."""
+        return self.source if self.source is not None else pinned_source()
 
 
 def plan(mutants: Sequence[Mutant], config: Config) -> list[Mutant]:
@@ -626,7 +637,7 @@ def _build(run: Run) -> tuple[bool, float, str]:
 
 def _test_mutant(run: Run, mutant: Mutant, pristine: str) -> MutantRecord:
     started = time.monotonic()
-    apply_mutant(run.crate, mutant)
+    apply_mutant(run.crate, mutant, run.config.crate_source())
     # The diff stays in the (uncommitted) logs: reports carry no crate source.
     _write_log(run, f"{mutant.id}.diff", mutant.diff(pristine))
     builds: list[tuple[bool, float, str]] = []
@@ -664,7 +675,7 @@ def _test_mutant(run: Run, mutant: Mutant, pristine: str) -> MutantRecord:
         record.seconds = round(time.monotonic() - started, 1)
         return record
     finally:
-        restore_file(run.crate, mutant.file)
+        restore_file(run.crate, mutant.file, run.config.crate_source())
 
 
 def _confirmed(
@@ -726,7 +737,7 @@ def execute(config: Config) -> Run:
     latest.unlink(missing_ok=True)
     latest.symlink_to(out.name)
     work = config.work_dir / "mutants"
-    crate = prepare_crate_tree(work / "tree")
+    crate = prepare_crate_tree(work / "tree", config.crate_source())
     run = Run(
         config=config,
         out=out,
@@ -735,6 +746,7 @@ def execute(config: Config) -> Run:
             source=crate,
             binding_dir=work / "binding",
             target_dir=work / "target-binding",
+            features=detect_features(crate),
         ),
         pytree=work / "pytree",
         started_at=stamp,
@@ -755,7 +767,7 @@ def execute(config: Config) -> Run:
         raise
     finally:
         for relative in TARGET_FILES:
-            restore_file(run.crate, relative)
+            restore_file(run.crate, relative, config.crate_source())
         write_reports(run)
     return run
 
@@ -781,7 +793,7 @@ def _execute(run: Run, order: Sequence[Mutant]) -> None:
     run.setup_seconds = time.monotonic() - setup_started
     loop_started = time.monotonic()
     pristine = {
-        relative: (pinned_source() / relative).read_text(encoding="utf-8")
+        relative: (config.crate_source() / relative).read_text(encoding="utf-8")
         for relative in TARGET_FILES
     }
     for mutant in order:
@@ -847,6 +859,8 @@ def report_data(run: Run) -> dict[str, Any]:
             "ids": list(config.ids),
             "crate_test_filters": CRATE_TEST_FILTERS,
             "crate_test_features": CRATE_TEST_FEATURES,
+            "source": "pinned" if config.source is None else "local tree",
+            "binding_features": list(run.build.features),
         },
         "baselines": {key: asdict(value) for key, value in run.baselines.items()},
         "setup_seconds": round(run.setup_seconds, 1),
@@ -1043,6 +1057,13 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
     parser.add_argument("--crate-timeout", type=float, default=CRATE_TIMEOUT_S_DEFAULT)
     parser.add_argument("--work-dir", type=Path, default=default_work_dir())
     parser.add_argument(
+        "--source",
+        type=Path,
+        default=None,
+        help="a dynamo-kv-router source tree instead of the pinned crate "
+        "(binding features detected from it, e.g. manual-clock)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=REPO / "ci" / "artifacts" / "mutants"
     )
     parser.add_argument(
@@ -1060,15 +1081,30 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         ids=tuple(i for i in args.ids.split(",") if i),
         work_dir=args.work_dir.resolve(),
         out_root=args.out.resolve(),
+        source=_source_tree(args.source),
     )
     return config, args
+
+
+def _source_tree(path: Path | None) -> Path | None:
+    """`--source`, checked: a tree holding both files the sweep mutates."""
+    if path is None:
+        return None
+    missing = [name for name in TARGET_FILES if not (path / name).is_file()]
+    if missing:
+        raise UsageError(
+            f"--source {path}: not a dynamo-kv-router tree (no {missing[0]})"
+        )
+    return path.resolve()
 
 
 def list_plan(config: Config) -> None:
     """Print the planned mutants with ids and diffs, then the set's counts."""
     # Its own crate copy: a sweep running meanwhile mutates the one in `mutants/`.
     with _work_lock(config.work_dir / "mutants-list"):
-        crate = prepare_crate_tree(config.work_dir / "mutants-list" / "tree")
+        crate = prepare_crate_tree(
+            config.work_dir / "mutants-list" / "tree", config.crate_source()
+        )
         listed = mutant_set(crate)
         pristine = {
             relative: (crate / relative).read_text(encoding="utf-8")
