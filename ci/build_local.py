@@ -159,6 +159,7 @@ class LocalBuild:
     binding_dir: Path  # staged copy of impl/'s Rust crate
     target_dir: Path  # CARGO_TARGET_DIR, reused so rebuilds are incremental
     features: tuple[str, ...] = ()  # binding features, e.g. "manual-clock"
+    impl_dir: Path = IMPL  # the binding's sources: impl/, or a snapshot's copy
 
     @property
     def wheel_dir(self) -> Path:
@@ -172,7 +173,10 @@ class LocalBuild:
 
 
 def stage_binding(build: LocalBuild) -> None:
-    """Copy impl/'s Rust crate into `build.binding_dir`, pointed at `build.source`.
+    """Copy the binding's Rust crate into `build.binding_dir`, at `build.source`.
+
+    The binding comes from `build.impl_dir`: impl/ itself, or the impl/ of a
+    snapshot of the checkout (a sweep that outlives edits to impl/).
 
     Files are rewritten only when their content changes, and the lockfile only
     when impl/Cargo.lock changes, so an unchanged binding is not recompiled.
@@ -181,14 +185,15 @@ def stage_binding(build: LocalBuild) -> None:
     if not (source / "Cargo.toml").is_file():
         raise BuildError(f"{source} has no Cargo.toml")
     binding = build.binding_dir
-    manifest = (IMPL / "Cargo.toml").read_text(encoding="utf-8")
+    impl = build.impl_dir
+    manifest = (impl / "Cargo.toml").read_text(encoding="utf-8")
     write_if_changed(
         binding / "Cargo.toml",
         path_dependency_manifest(manifest, source).encode("utf-8"),
     )
     for name in ("build.rs", "rust-toolchain.toml"):
-        write_if_changed(binding / name, (IMPL / name).read_bytes())
-    lock = (IMPL / "Cargo.lock").read_bytes()
+        write_if_changed(binding / name, (impl / name).read_bytes())
+    lock = (impl / "Cargo.lock").read_bytes()
     stamp = binding / ".impl-lock.sha256"
     digest = hashlib.sha256(lock).hexdigest().encode()
     if (
@@ -199,9 +204,9 @@ def stage_binding(build: LocalBuild) -> None:
         # Cargo rewrites the staged copy for the path source; start from ours.
         (binding / "Cargo.lock").write_bytes(lock)
         stamp.write_bytes(digest)
-    wanted = {path.relative_to(IMPL) for path in (IMPL / "src").rglob("*.rs")}
+    wanted = {path.relative_to(impl) for path in (impl / "src").rglob("*.rs")}
     for relative in sorted(wanted):
-        write_if_changed(binding / relative, (IMPL / relative).read_bytes())
+        write_if_changed(binding / relative, (impl / relative).read_bytes())
     for stale in sorted((binding / "src").rglob("*.rs")):
         if stale.relative_to(binding) not in wanted:
             stale.unlink()

@@ -747,6 +747,9 @@ def execute(config: Config) -> Run:
             binding_dir=work / "binding",
             target_dir=work / "target-binding",
             features=detect_features(crate),
+            # The snapshot's binding, so edits to impl/ during a sweep that
+            # lasts hours never meet the snapshot's Python adapter.
+            impl_dir=work / "pytree" / "impl",
         ),
         pytree=work / "pytree",
         started_at=stamp,
