@@ -253,3 +253,47 @@ def test_without_cargo_mutants_the_sweep_is_one_line_and_exit_2(
     assert 2 == code
     assert 1 == len(error.splitlines()), error
     assert f"cargo install --locked cargo-mutants@{CARGO_MUTANTS_VERSION}" in error
+
+
+def _recheck_of(folder: Path, tmp_path: Path, *, kind: str = "ids") -> Path:
+    """An `--ids` report that reran the shard's first viable mutant: now caught."""
+    data = _read(folder)
+    entry = next(entry for entry in data["mutants"] if entry["viable"])
+    again = json.loads(json.dumps(entry))
+    for side in ("ours", "union"):
+        again[side] = {**again[side], "outcome": "caught", "test_id": "t", "check": "c"}
+    recheck = tmp_path / "recheck"
+    recheck.mkdir()
+    report = {**data, "kind": kind, "git_commit": "f" * 40, "mutants": [again]}
+    (recheck / "report.json").write_text(json.dumps(report), encoding="utf-8")
+    return recheck
+
+
+def test_a_recheck_replaces_the_shards_entry_and_says_so(
+    folders: list[Path], tmp_path: Path
+) -> None:
+    """A later --ids run's verdict replaces the shard's, listed before and after."""
+    recheck = _recheck_of(folders[0], tmp_path)
+    mutant = _read(recheck)["mutants"][0]["id"]
+    before = _read(folders[0])["mutants"]
+
+    merged = merge(folders, [recheck])
+
+    entry = next(entry for entry in merged["mutants"] if entry["id"] == mutant)
+    assert "caught" == entry["ours"]["outcome"]
+    [row] = merged["rechecked"]
+    assert mutant == row["id"]
+    old = next(entry for entry in before if entry["id"] == mutant)
+    assert old["ours"]["outcome"] == row["before"]["ours"]
+    assert "caught" == row["after"]["ours"]
+    assert "Rechecked by later runs" in markdown(merged, "merged")
+
+
+def test_only_an_ids_run_of_the_same_set_rechecks(
+    folders: list[Path], tmp_path: Path
+) -> None:
+    """A shard report given as a recheck is refused in one line."""
+    shard_like = _recheck_of(folders[0], tmp_path, kind="shard")
+
+    with pytest.raises(MergeError, match="is not an --ids run"):
+        merge(folders, [shard_like])

@@ -1145,11 +1145,18 @@ def main_merge(argv: Sequence[str]) -> int:
     )
     parser.add_argument("folders", nargs="+", type=Path, help="shard run folders")
     parser.add_argument(
+        "--recheck",
+        type=Path,
+        action="append",
+        default=[],
+        help="a later --ids run whose entries replace the shards' (repeatable)",
+    )
+    parser.add_argument(
         "--out", type=Path, default=REPO / "ci" / "artifacts" / "mutants" / "merged"
     )
     try:
         args = parser.parse_args(argv)
-        merged = merge(args.folders)
+        merged = merge(args.folders, args.recheck)
     except (UsageError, MergeError) as error:
         print(f"{PROG} merge: {error}", file=sys.stderr)
         return EXIT_USAGE

@@ -192,12 +192,17 @@ def _shard_of(text: str) -> tuple[int, int]:
     return int(index), int(count)
 
 
-def merge(folders: Sequence[Path]) -> dict[str, Any]:
+def merge(folders: Sequence[Path], rechecks: Sequence[Path] = ()) -> dict[str, Any]:
     """One report from several shards' reports of one set and one N.
 
     Refused: a folder without a report; reports of different sets (fingerprint)
     or different N; one shard given twice; a mutant reported twice (identical:
     a duplicate; different: a conflict); a mutant outside its report's shard.
+
+    `rechecks` are later `--ids` runs of the same set (typically survivors run
+    again after the suite gained a rule): each of their entries replaces the
+    shard's entry for that mutant, and the merged report lists every
+    replacement (`rechecked`: the outcomes before and after, and the commits).
     """
     if not folders:
         raise MergeError("merge needs at least one report folder")
@@ -226,7 +231,52 @@ def merge(folders: Sequence[Path]) -> dict[str, Any]:
                 f"shard {index}/{count} given twice: {shards[index]} and {folder}"
             )
         shards[index] = folder
-    return _merged(reports, entries, shards, count)
+    merged = _merged(reports, entries, shards, count)
+    if rechecks:
+        _apply_rechecks(merged, rechecks, fingerprint)
+    return merged
+
+
+def _apply_rechecks(
+    merged: dict[str, Any], folders: Sequence[Path], fingerprint: str
+) -> None:
+    """Replace shard entries by later `--ids` runs' entries (see `merge`)."""
+    by_id = {entry["id"]: entry for entry in merged["mutants"]}
+    commits = {row["git_commit"] for row in merged["shards"]}
+    replaced: dict[str, dict[str, Any]] = {}
+    for folder in folders:
+        data = read_report(folder)
+        if data["mutant_set"]["fingerprint"] != fingerprint:
+            raise MergeError(f"recheck {folder} is of another mutant set")
+        if data.get("kind") != "ids":
+            raise MergeError(f"recheck {folder} is not an --ids run")
+        for entry in data["mutants"]:
+            mutant = entry["id"]
+            if mutant in replaced:
+                raise MergeError(f"mutant {mutant} rechecked twice ({folder})")
+            before = by_id.get(mutant)
+            replaced[mutant] = {
+                "id": mutant,
+                "before": None if before is None else _outcomes(before),
+                "after": _outcomes(entry),
+                "folder": folder.name,
+                "git_commit": data["git_commit"],
+            }
+            by_id[mutant] = entry
+            commits.add(data["git_commit"])
+    records = [record_from_json(by_id[key]) for key in sorted(by_id)]
+    merged["mutants"] = [record.as_json() for record in records]
+    merged["coverage"]["tried"] = len(records)
+    merged["totals"] = totals(records)
+    merged["per_file"] = per_file(records)
+    merged["survivors"] = {side: survivors(records, side) for side in SIDES}
+    merged["rechecked"] = [replaced[key] for key in sorted(replaced)]
+
+
+def _outcomes(entry: dict[str, Any]) -> dict[str, str]:
+    if not entry.get("viable", True):
+        return dict.fromkeys(SIDES, "unviable")
+    return {side: entry[side]["outcome"] for side in SIDES if entry.get(side)}
 
 
 def _take(
@@ -374,6 +424,24 @@ def markdown(data: dict[str, Any], title: str) -> str:
             f"Missing shards: {', '.join(data['shards_missing']) or 'none'}.",
             "",
         ]
+    if data.get("rechecked"):
+        lines += [
+            "## Rechecked by later runs",
+            "",
+            "Entries of these mutants come from a later `--ids` run, not a shard.",
+            "",
+            *_head("id", "before (ours / crate)", "after (ours / crate)", "commit"),
+        ]
+        lines += [
+            _row(
+                row["id"],
+                _pair(row["before"]),
+                _pair(row["after"]),
+                f"`{row['git_commit'][:10]}`",
+            )
+            for row in data["rechecked"]
+        ]
+        lines.append("")
     lines += _survivor_lines(data)
     lines += [
         "## Every mutant",
@@ -409,6 +477,12 @@ def markdown(data: dict[str, Any], title: str) -> str:
             )
         )
     return "\n".join(lines) + "\n"
+
+
+def _pair(outcomes: dict[str, str] | None) -> str:
+    if outcomes is None:
+        return "not in a shard"
+    return f"{outcomes.get('ours', '-')} / {outcomes.get('crate', '-')}"
 
 
 def _survivor_lines(data: dict[str, Any]) -> list[str]:
