@@ -57,6 +57,8 @@ JUMPS = (0.0, 0.0, 1.0, 10.0, -5.0, math.inf, math.nan)
 STRICT = (0, 0, 0, 1, 2, U32_MAX)
 WORKER_COUNTS = (1, 1, 2, 3, 0)
 STEPS_BEFORE_DRAIN_MIN = 25
+OPENING_PAIR = ((40, 0.0), (5, 1.0))
+"""Each program's first two requests: (raw tokens, arrival in seconds)."""
 TEARDOWN_POPS_MAX = 500
 """Cap on the teardown drain loop; reaching it fails the run."""
 
@@ -169,9 +171,22 @@ class QueueMachine(DifferentialMachine):
 
     @initialize(spec=profile_specs())
     def build(self, spec: ProfileSpec) -> None:
-        """Build the queue on both sides from one profile spec."""
+        """Build the queue on both sides from one profile spec, then order a pair.
+
+        On the fresh queue, two requests of the first class (the later one
+        cheaper) and a pop with every worker free: the class's policy alone
+        decides which is served (FCFS the first; WSPT and LCFS the second).
+        Every program checks that ordering, whichever rules Hypothesis enables
+        in it (it enables a random subset per program), so no run leaves a
+        policy's ordering unchecked when its profile has that policy.
+        """
         note(f"profile: {spec}")
         self._start(QueueHarness(spec, type(self).factory))
+        for tokens, arrival in OPENING_PAIR:
+            payload = self._next_payload()
+            self._apply("build", request(payload, raw=tokens, arrival=arrival))
+        self._apply("build", PopNext(dispatch=Dispatch()))
+        type(self).rules_run.discard("build")  # setup steps, not a rule
         self.steps_since_build = 0
 
     @rule(
