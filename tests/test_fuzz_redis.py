@@ -25,6 +25,7 @@ from ci.determinism.command import main as determinism_main
 from ci.fuzz.command import main as fuzz_main
 from ci.replay.artifacts import folder_of_replay_line
 from ci.soak.command import main as soak_main
+from ci.soak.merge import main as soak_merge_main
 from ci.trust.database import KEY_PREFIX, SharedDatabase, open_database
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -250,8 +251,8 @@ def test_bad_arguments_are_one_line_and_exit_2(arguments: list[str]) -> None:
         (soak_main, []),
         (soak_main, ["--seeds", "2", "--profile", "weekly"]),
         (soak_main, ["--seeds", "2", "--jobs", "1000"]),
-        (soak_main, ["merge"]),
-        (soak_main, ["merge", "no/such/soak", "--out"]),
+        (soak_merge_main, []),
+        (soak_merge_main, ["no/such/soak", "--out"]),
         (determinism_main, ["--examples", "x"]),
         (determinism_main, ["--hash-seeds", "1"]),
         (determinism_main, ["--targets", "", "--failing", ""]),

@@ -1,8 +1,12 @@
-"""`python -m ci.soak`: see `ci.soak.command`."""
+"""`python -m ci.soak`: see `ci.soak.command`; `merge`: see `ci.soak.merge`."""
 
 import sys
 
 from ci.soak.command import main
+from ci.soak.merge import main as merge_main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    arguments = sys.argv[1:]
+    if arguments[:1] == ["merge"]:
+        sys.exit(merge_main(arguments[1:]))
+    sys.exit(main(arguments))

@@ -331,11 +331,6 @@ def _check(arguments: argparse.Namespace) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the soak; exit 0 clean, 1 false alarm or flaky, 2 usage."""
-    argv = sys.argv[1:] if argv is None else list(argv)
-    if argv[:1] == ["merge"]:
-        from ci.soak import merge  # noqa: PLC0415 - merge imports this module
-
-        return merge.main(argv[1:])
     try:
         arguments = build_parser().parse_args(argv)
         targets = resolve(arguments.targets)
