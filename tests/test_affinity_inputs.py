@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from impl.adapter import NativeAffinity
+from impl.adapter import HAS_MANUAL_CLOCK, NativeAffinity
 from impl.adapter import parse_mode as native_parse_mode
 from model.affinity.api import AffinityApi
 from model.affinity.table import CLOCK_NS_MAX, ModelAffinity
@@ -219,3 +219,25 @@ def test_a_mode_is_read_from_its_exact_name_and_any_other_text_is_refused(
 
     assert expected == _parsed(native_parse_mode, text)
     assert expected in (*Mode, "invalid session affinity mode ")
+
+
+@pytest.mark.parametrize(
+    ("range_ns", "accepted"),
+    [(SECOND_NS - 1, False), (0, False), (SECOND_NS, True), (5 * SECOND_NS, True)],
+    ids=["ttl-1ns", "zero", "ttl", "5ttl"],
+)
+def test_a_manual_table_whose_first_deadline_overflows_is_refused(
+    build: Factory, range_ns: int, accepted: bool
+) -> None:
+    """`with_manual_clock` at an origin where origin + TTL overflows is refused."""
+    if build is NativeAffinity and not HAS_MANUAL_CLOCK:
+        pytest.skip("the target has no manual clock (crates.io 1.6.1 has none)")
+    config = AffinityConfig(
+        ttl_ns=SECOND_NS, reaping="every_advance", instant_range_ns=range_ns
+    )
+
+    if accepted:
+        assert 0 == build(config).entry_count()
+    else:
+        with pytest.raises(InvalidArgumentError, match="exceeds the supported Instant"):
+            build(config)
