@@ -231,18 +231,19 @@ def merge(folders: Sequence[Path], rechecks: Sequence[Path] = ()) -> dict[str, A
                 f"shard {index}/{count} given twice: {shards[index]} and {folder}"
             )
         shards[index] = folder
+    rechecked = _apply_rechecks(entries, rechecks, fingerprint)
     merged = _merged(reports, entries, shards, count)
-    if rechecks:
-        _apply_rechecks(merged, rechecks, fingerprint)
+    if rechecked:
+        merged["rechecked"] = rechecked
     return merged
 
 
 def _apply_rechecks(
-    merged: dict[str, Any], folders: Sequence[Path], fingerprint: str
-) -> None:
+    entries: dict[str, tuple[Path, dict[str, Any]]],
+    folders: Sequence[Path],
+    fingerprint: str,
+) -> list[dict[str, Any]]:
     """Replace shard entries by later `--ids` runs' entries (see `merge`)."""
-    by_id = {entry["id"]: entry for entry in merged["mutants"]}
-    commits = {row["git_commit"] for row in merged["shards"]}
     replaced: dict[str, dict[str, Any]] = {}
     for folder in folders:
         data = read_report(folder)
@@ -254,23 +255,16 @@ def _apply_rechecks(
             mutant = entry["id"]
             if mutant in replaced:
                 raise MergeError(f"mutant {mutant} rechecked twice ({folder})")
-            before = by_id.get(mutant)
+            before = entries.get(mutant)
             replaced[mutant] = {
                 "id": mutant,
-                "before": None if before is None else _outcomes(before),
+                "before": None if before is None else _outcomes(before[1]),
                 "after": _outcomes(entry),
                 "folder": folder.name,
                 "git_commit": data["git_commit"],
             }
-            by_id[mutant] = entry
-            commits.add(data["git_commit"])
-    records = [record_from_json(by_id[key]) for key in sorted(by_id)]
-    merged["mutants"] = [record.as_json() for record in records]
-    merged["coverage"]["tried"] = len(records)
-    merged["totals"] = totals(records)
-    merged["per_file"] = per_file(records)
-    merged["survivors"] = {side: survivors(records, side) for side in SIDES}
-    merged["rechecked"] = [replaced[key] for key in sorted(replaced)]
+            entries[mutant] = (folder, entry)
+    return [replaced[key] for key in sorted(replaced)]
 
 
 def _outcomes(entry: dict[str, Any]) -> dict[str, str]:

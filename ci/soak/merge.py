@@ -40,7 +40,10 @@ class MergeError(UsageError):
 
 def read_piece(folder: Path) -> dict[str, Any]:
     """One piece's report, from its folder or its soak folder's `latest`."""
-    for candidate in (folder / command.REPORT_FILE, folder / "latest" / "report.json"):
+    for candidate in (
+        folder / command.REPORT_FILE,
+        folder / command.LATEST / command.REPORT_FILE,
+    ):
         if candidate.is_file():
             try:
                 document = json.loads(candidate.read_text())
@@ -131,4 +134,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _soak_folder(folder: Path) -> Path:
-    return folder if (folder / "latest").exists() else folder.parent
+    return folder if (folder / command.LATEST).exists() else folder.parent
