@@ -4,7 +4,9 @@ The set: cargo-mutants' mutants of `src/services/selection/affinity.rs` and
 `src/scheduling/policy_queue.rs` plus our operators' that it does not generate
 (`ci/mutants/cargo_mutants.py`, `ci/mutants/operators.py`). A run takes one
 shard of it (`--shard K/N`: every N-th mutant of the id-sorted set) or the
-`--ids` given, and for each mutant, in id order (`--source TREE` mutates
+`--ids` given (`--shard 2,4-16/16` runs those shards in turn after one set-up,
+one report folder each; `--resume DIR` continues an interrupted run in its
+folder, keeping its verdicts), and for each mutant, in id order (`--source TREE` mutates
 another dynamo-kv-router tree instead of the pinned crate, for example a
 manual-clock revision, with the binding features that tree supports)::
 
@@ -55,7 +57,7 @@ import time
 import tomllib
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -97,6 +99,8 @@ from ci.mutants.report import (
     merge,
     partition,
     per_file,
+    read_report,
+    record_from_json,
     survivors,
     totals,
     write,
@@ -475,6 +479,9 @@ class Run:
     loop_seconds: float = 0.0
     finished: bool = False
     interrupted: str = ""
+    # When the run started or was resumed, at which commit, after how many.
+    resumptions: list[dict[str, Any]] = field(default_factory=list)
+    setup_shared_with: str = ""  # the sibling run folder that did the set-up
 
 
 def _crate_env(run: Run) -> dict[str, str]:
@@ -726,67 +733,150 @@ def _progress(record: MutantRecord, done: int, planned: int) -> None:
         console.print(f"      [dim]{record.ours.test_id}  {record.ours.check}[/dim]")
 
 
-def execute(config: Config) -> Run:
-    """Set up, take the baselines, and test the planned mutants."""
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    index, count = config.shard
-    out = config.out_root / (
-        f"{stamp}-ids" if config.ids else f"{stamp}-{index}of{count}"
-    )
-    out.mkdir(parents=True, exist_ok=False)
-    latest = config.out_root / "latest"
-    latest.unlink(missing_ok=True)
-    latest.symlink_to(out.name)
-    work = config.work_dir / "mutants"
-    crate = prepare_crate_tree(work / "tree", config.crate_source())
-    run = Run(
-        config=config,
-        out=out,
-        crate=crate,
-        build=LocalBuild(
-            source=crate,
-            binding_dir=work / "binding",
-            target_dir=work / "target-binding",
-            features=detect_features(crate),
-            # The snapshot's binding, so edits to impl/ during a sweep that
-            # lasts hours never meet the snapshot's Python adapter.
-            impl_dir=work / "pytree" / "impl",
-        ),
-        pytree=work / "pytree",
-        started_at=stamp,
-        git_commit=_git("rev-parse", "HEAD"),
-    )
-    run.mutant_set = mutant_set(crate)
-    order = plan(run.mutant_set.mutants, config)
-    run.planned = [mutant.id for mutant in order]
+def execute(configs: Sequence[Config], resumed: dict[str, Path]) -> list[Run]:
+    """Set up once, then test each run's planned mutants, one run folder each.
+
+    `configs` are one `--ids` run or one run per shard of `--shard K,K.../N`;
+    they share the crate copy, the warm-up and the baselines, so a sweep of
+    many shards pays for the set-up once. `resumed` maps a run's label
+    (`shard_label`) to the folder of an interrupted run of it, whose tried
+    mutants are kept and whose report the run goes on writing.
+    """
+    runs = _runs(configs, resumed)
+    started: list[Run] = []
     try:
-        _execute(run, order)
-    except KeyboardInterrupt:
-        run.interrupted = "KeyboardInterrupt"
-        _kill_live_children()
-        raise
+        _set_up(runs, started)
+        for run in runs:
+            if run not in started:
+                _begin(run)
+                started.append(run)
+            _test_planned(run)
     except BaseException as error:
-        run.interrupted = f"{type(error).__name__}: {error}"
+        if started:
+            started[-1].interrupted = (
+                "KeyboardInterrupt"
+                if isinstance(error, KeyboardInterrupt)
+                else f"{type(error).__name__}: {error}"
+            )
         _kill_live_children()
         raise
     finally:
         for relative in TARGET_FILES:
-            restore_file(run.crate, relative, config.crate_source())
-        write_reports(run)
-    return run
+            restore_file(runs[0].crate, relative, configs[0].crate_source())
+        for run in started:
+            write_reports(run)
+    return runs
 
 
-def _execute(run: Run, order: Sequence[Mutant]) -> None:
+def _runs(configs: Sequence[Config], resumed: dict[str, Path]) -> list[Run]:
+    """The runs, sharing one crate copy, binding build and mutant set."""
+    first = configs[0]
+    work = first.work_dir / "mutants"
+    crate = prepare_crate_tree(work / "tree", first.crate_source())
+    build = LocalBuild(
+        source=crate,
+        binding_dir=work / "binding",
+        target_dir=work / "target-binding",
+        features=detect_features(crate),
+        # The snapshot's binding, so edits to impl/ during a sweep that
+        # lasts hours never meet the snapshot's Python adapter.
+        impl_dir=work / "pytree" / "impl",
+    )
+    the_set = mutant_set(crate)
+    git_commit = _git("rev-parse", "HEAD")
+    runs = [
+        Run(
+            config=config,
+            out=resumed.get(shard_label(config), Path()),
+            crate=crate,
+            build=build,
+            pytree=work / "pytree",
+            mutant_set=the_set,
+            planned=[mutant.id for mutant in plan(the_set.mutants, config)],
+            git_commit=git_commit,
+        )
+        for config in configs
+    ]
+    for run in runs:
+        if run.out != Path():
+            resume_run(run)
+    return runs
+
+
+def shard_label(config: Config) -> str:
+    """What names a run among its siblings: `K/N`, or `ids` for an `--ids` run."""
+    return "ids" if config.ids else f"{config.shard[0]}/{config.shard[1]}"
+
+
+def _begin(run: Run) -> None:
+    """Give a run its folder (a new one, unless resumed) and point `latest` at it."""
     config = run.config
+    if run.out == Path():
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        index, count = config.shard
+        run.started_at = stamp
+        run.out = config.out_root / (
+            f"{stamp}-ids" if config.ids else f"{stamp}-{index}of{count}"
+        )
+        run.out.mkdir(parents=True, exist_ok=False)
+    run.resumptions.append(
+        {
+            "at": datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
+            "git_commit": run.git_commit,
+            "tried_before": len(run.records),
+        }
+    )
+    config.out_root.mkdir(parents=True, exist_ok=True)
+    latest = config.out_root / "latest"
+    latest.unlink(missing_ok=True)
+    latest.symlink_to(os.path.relpath(run.out, config.out_root))
+
+
+def resume_run(run: Run) -> None:
+    """Take over an interrupted run's folder: its records, times and first commit.
+
+    Refused (`MutantsError`) when the folder's run is of another mutant set,
+    another plan or another configuration: its verdicts would not belong here.
+    """
+    folder = run.out
+    data = read_report(folder)
+    assert run.mutant_set is not None
+    if data["mutant_set"]["fingerprint"] != run.mutant_set.fingerprint:
+        raise MutantsError(f"--resume {folder}: a report of another mutant set")
+    if data["planned"] != run.planned:
+        raise MutantsError(f"--resume {folder}: its plan is not this run's")
+    mine = _config_data(run)
+    theirs = {key: data["config"].get(key) for key in RESUMABLE_CONFIG}
+    ours = {key: json.loads(json.dumps(mine[key])) for key in RESUMABLE_CONFIG}
+    if theirs != ours:
+        changed = sorted(key for key in RESUMABLE_CONFIG if theirs[key] != ours[key])
+        raise MutantsError(f"--resume {folder}: another configuration ({changed})")
+    run.records = [record_from_json(entry) for entry in data["mutants"]]
+    run.started_at = data["started_at"]
+    run.git_commit = data["git_commit"]
+    run.setup_seconds = data["setup_seconds"]
+    run.loop_seconds = data["mutants_seconds"]
+    run.resumptions = list(data.get("resumptions", []))
+
+
+def _set_up(runs: Sequence[Run], started: list[Run]) -> None:
+    """Warm up and take the baselines once, for the files any run mutates."""
+    first = runs[0]
+    config = first.config
     setup_started = time.monotonic()
+    _begin(first)
+    started.append(first)
     console.print(f"[bold]setup[/bold]: work folder {config.work_dir / 'mutants'}")
-    if seed_target_dir(run.build.target_dir):
+    if seed_target_dir(first.build.target_dir):
         console.print("seeded the binding's target dir from impl/target/release")
-    copy_python_tree(run.pytree)
-    _warm_up(run)
-    for relative in sorted({mutant.file for mutant in order}):
-        baseline = _baseline(run, relative)
-        run.baselines[relative] = baseline
+    copy_python_tree(first.pytree)
+    _warm_up(first)
+    assert first.mutant_set is not None
+    files = {mutant.id: mutant.file for mutant in first.mutant_set.mutants}
+    for relative in sorted({files[i] for run in runs for i in run.planned}):
+        baseline = _baseline(first, relative)
+        for run in runs:
+            run.baselines[relative] = baseline
         console.print(
             f"baseline {Path(relative).name}: ours {baseline.pytest_seconds:.0f} s "
             f"(limit {baseline.pytest_timeout_s:.0f} s, deselected "
@@ -794,20 +884,33 @@ def _execute(run: Run, order: Sequence[Mutant]) -> None:
             f"{baseline.crate_seconds:.0f} s "
             f"(skipped {baseline.crate_skipped or 'none'})"
         )
-    run.setup_seconds = time.monotonic() - setup_started
-    loop_started = time.monotonic()
+    first.setup_seconds += time.monotonic() - setup_started
+    for run in runs[1:]:
+        run.setup_shared_with = first.out.name
+
+
+def _test_planned(run: Run) -> None:
+    """Test the run's planned mutants it has not tried yet, in id order."""
+    assert run.mutant_set is not None
+    by_id = {mutant.id: mutant for mutant in run.mutant_set.mutants}
     pristine = {
-        relative: (config.crate_source() / relative).read_text(encoding="utf-8")
+        relative: (run.config.crate_source() / relative).read_text(encoding="utf-8")
         for relative in TARGET_FILES
     }
-    for mutant in order:
+    tried = {record.id for record in run.records}
+    loop_started = time.monotonic() - run.loop_seconds
+    for mutant_id in run.planned:
+        if mutant_id in tried:
+            continue
+        mutant = by_id[mutant_id]
         record = _test_mutant(run, mutant, pristine[mutant.file])
         run.records.append(record)
         run.loop_seconds = time.monotonic() - loop_started
-        _progress(record, len(run.records), len(order))
+        _progress(record, len(run.records), len(run.planned))
         write_reports(run)
     run.loop_seconds = time.monotonic() - loop_started
     run.finished = True
+    write_reports(run)
 
 
 # --- reports ------------------------------------------------------------------
@@ -855,25 +958,46 @@ def report_data(run: Run) -> dict[str, Any]:
             "ids": [mutant.id for mutant in run.mutant_set.mutants],
         },
         "shard": f"{config.shard[0]}/{config.shard[1]}",
-        "config": {
-            "pytest_options": list(config.pytest_options),
-            "pytest_paths": list(config.pytest_paths) or PYTEST_PATHS_BY_FILE,
-            "pytest_timeout_s": config.pytest_timeout_s,
-            "crate_timeout_s": config.crate_timeout_s,
-            "ids": list(config.ids),
-            "crate_test_filters": CRATE_TEST_FILTERS,
-            "crate_test_features": CRATE_TEST_FEATURES,
-            "source": "pinned" if config.source is None else "local tree",
-            "binding_features": list(run.build.features),
-        },
+        "config": _config_data(run),
         "baselines": {key: asdict(value) for key, value in run.baselines.items()},
         "setup_seconds": round(run.setup_seconds, 1),
+        "setup_shared_with": run.setup_shared_with,
+        "resumptions": run.resumptions,
         "mutants_seconds": round(run.loop_seconds, 1),
         "planned": run.planned,
         "totals": totals(records),
         "per_file": per_file(records),
         "survivors": {side: survivors(records, side) for side in SIDES},
         "mutants": [record.as_json() for record in records],
+    }
+
+
+# What a resumed run must share with the run it resumes (`resume_run`).
+RESUMABLE_CONFIG = (
+    "pytest_options",
+    "pytest_paths",
+    "pytest_timeout_s",
+    "crate_timeout_s",
+    "ids",
+    "crate_test_filters",
+    "crate_test_features",
+    "source",
+    "binding_features",
+)
+
+
+def _config_data(run: Run) -> dict[str, Any]:
+    config = run.config
+    return {
+        "pytest_options": list(config.pytest_options),
+        "pytest_paths": list(config.pytest_paths) or PYTEST_PATHS_BY_FILE,
+        "pytest_timeout_s": config.pytest_timeout_s,
+        "crate_timeout_s": config.crate_timeout_s,
+        "ids": list(config.ids),
+        "crate_test_filters": CRATE_TEST_FILTERS,
+        "crate_test_features": CRATE_TEST_FEATURES,
+        "source": "pinned" if config.source is None else "local tree",
+        "binding_features": list(run.build.features),
     }
 
 
@@ -1016,11 +1140,26 @@ PROG = "python -m ci.mutants"
 EXIT_USAGE = 2
 
 
-def _shard(text: str) -> tuple[int, int]:
-    match = re.fullmatch(r"(\d+)/(\d+)", text)
-    if not match or not 1 <= int(match.group(1)) <= int(match.group(2)):
-        raise argparse.ArgumentTypeError(f"expected K/N with 1 <= K <= N, got {text!r}")
-    return int(match.group(1)), int(match.group(2))
+def _shards(text: str) -> tuple[tuple[int, int], ...]:
+    """`K/N`, or several shards of one N: `K,K,.../N`, ranges `A-B` (`2,4-16/16`)."""
+    problem = f"expected K/N or K,A-B,.../N with 1 <= K <= N, got {text!r}"
+    head, slash, tail = text.partition("/")
+    if not slash or not tail.isdigit() or not head:
+        raise argparse.ArgumentTypeError(problem)
+    count = int(tail)
+    indices: list[int] = []
+    for part in head.split(","):
+        match = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
+        if not match:
+            raise argparse.ArgumentTypeError(problem)
+        low = int(match.group(1))
+        high = int(match.group(2) or low)
+        if not 1 <= low <= high <= count:
+            raise argparse.ArgumentTypeError(problem)
+        indices += range(low, high + 1)
+    if len(set(indices)) != len(indices):
+        raise argparse.ArgumentTypeError(f"a shard is named twice in {text!r}")
+    return tuple((index, count) for index in sorted(indices))
 
 
 def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
@@ -1037,9 +1176,19 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
     )
     parser.add_argument(
         "--shard",
-        type=_shard,
-        default=(1, 1),
-        help="K/N: every N-th mutant of the id-sorted set, from the K-th (1-based)",
+        type=_shards,
+        default=((1, 1),),
+        help="K/N: every N-th mutant of the id-sorted set, from the K-th (1-based); "
+        "K,A-B,.../N: those shards in turn, one report each, one set-up",
+    )
+    parser.add_argument(
+        "--resume",
+        type=Path,
+        action="append",
+        default=[],
+        help="the folder of an interrupted run of one of these shards (or of these "
+        "--ids): keep its verdicts, try the rest, go on writing its report "
+        "(repeatable)",
     )
     parser.add_argument("--ids", default="", help="comma-separated mutant ids only")
     parser.add_argument(
@@ -1081,13 +1230,45 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         pytest_paths=tuple(shlex.split(args.pytest_paths)),
         pytest_timeout_s=args.pytest_timeout,
         crate_timeout_s=args.crate_timeout,
-        shard=args.shard,
+        shard=args.shard[0],
         ids=tuple(i for i in args.ids.split(",") if i),
         work_dir=args.work_dir.resolve(),
         out_root=args.out.resolve(),
         source=_source_tree(args.source),
     )
+    if config.ids and len(args.shard) > 1:
+        raise UsageError("--ids and several shards do not go together")
     return config, args
+
+
+def run_configs(config: Config, shards: Sequence[tuple[int, int]]) -> list[Config]:
+    """One configuration per run: the `--ids` run, or one per shard."""
+    if config.ids:
+        return [config]
+    return [replace(config, shard=shard) for shard in shards]
+
+
+def resumed_folders(
+    configs: Sequence[Config], folders: Sequence[Path]
+) -> dict[str, Path]:
+    """`--resume` folders by the run they continue (`UsageError`: one line)."""
+    labels = {shard_label(config) for config in configs}
+    found: dict[str, Path] = {}
+    for folder in folders:
+        try:
+            data = read_report(folder)
+        except MergeError as error:
+            raise UsageError(f"--resume: {error}") from None
+        label = "ids" if data.get("kind") == "ids" else str(data["shard"])
+        if label not in labels:
+            wanted = ", ".join(sorted(labels))
+            raise UsageError(f"--resume {folder}: a run of {label}, not of {wanted}")
+        if label in found:
+            raise UsageError(f"--resume: two folders of {label}")
+        if data["finished"] and len(data["mutants"]) == len(data["planned"]):
+            raise UsageError(f"--resume {folder}: that run is complete")
+        found[label] = folder.resolve()
+    return found
 
 
 def _source_tree(path: Path | None) -> Path | None:
@@ -1185,6 +1366,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return main_merge(arguments[1:])
     try:
         config, args = parse_args(arguments)
+        configs = run_configs(config, args.shard)
+        resumed = resumed_folders(configs, args.resume)
         if not args.smoke:
             tool_version()
     except (UsageError, ToolMissingError) as error:
@@ -1198,8 +1381,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     signal.signal(signal.SIGTERM, _terminate)
     try:
         with _work_lock(config.work_dir / "mutants"):
-            run = execute(config)
-        print_summary(run)
+            runs = execute(configs, resumed)
+        for run in runs:
+            print_summary(run)
     except (MutantsError, ToolMissingError) as error:
         console.print(f"[red]cannot run the sweep:[/red] {error}")
         return 1
