@@ -160,6 +160,7 @@ class LocalBuild:
     target_dir: Path  # CARGO_TARGET_DIR, reused so rebuilds are incremental
     features: tuple[str, ...] = ()  # binding features, e.g. "manual-clock"
     impl_dir: Path = IMPL  # the binding's sources: impl/, or a snapshot's copy
+    profile: str = "release"  # a cargo profile of impl/Cargo.toml ("mutants")
 
     @property
     def wheel_dir(self) -> Path:
@@ -325,7 +326,8 @@ def build_extension(
         "-m",
         "maturin",
         "build",
-        "--release",
+        "--profile",
+        build.profile,
         "--manifest-path",
         str(build.binding_dir / "Cargo.toml"),
         "--target-dir",
@@ -382,8 +384,9 @@ def is_link_failure(output: str) -> bool:
 
 def clean_local_crates(build: LocalBuild) -> None:
     """Drop the path crate's and the binding's artifacts and incremental caches."""
-    shutil.rmtree(build.target_dir / "release" / "incremental", ignore_errors=True)
-    command = ["cargo", "clean", "--release", "-p", CRATE_NAME, "-p", BINDING_PACKAGE]
+    shutil.rmtree(build.target_dir / build.profile / "incremental", ignore_errors=True)
+    command = ["cargo", "clean", "--profile", build.profile]
+    command += ["-p", CRATE_NAME, "-p", BINDING_PACKAGE]
     command += ["--target-dir", str(build.target_dir)]
     command += ["--manifest-path", str(build.binding_dir / "Cargo.toml")]
     subprocess.run(  # noqa: S603 - fixed tool invocation

@@ -26,6 +26,7 @@ from ci.mutants.cargo_mutants import (
     mutant_set,
     tool_version,
 )
+from ci.mutants.command import BINDING_PROFILES
 from ci.mutants.operators import TARGET_FILES, Mutant, generate_ours, mask
 
 CRATE = pinned_source()
@@ -337,3 +338,19 @@ def test_the_smoke_mutant_is_one_of_ours_in_the_set(full_set: MutantSet) -> None
 
     assert 1 == len(found)
     assert found[0].startswith("OA")
+
+
+def test_the_mutant_build_profile_keeps_the_release_semantics() -> None:
+    """`mutants` differs from release only in the optimizer and codegen units."""
+    manifest = tomllib.loads((IMPL / "Cargo.toml").read_text(encoding="utf-8"))
+    profiles = manifest["profile"]
+    mutants = profiles[BINDING_PROFILES[0]]
+
+    assert "mutants" == BINDING_PROFILES[0]
+    assert "release" == mutants["inherits"]
+    assert "unwind" == profiles["release"]["panic"]
+    assert {"debug-assertions": False, "overflow-checks": False} == {
+        key: mutants[key] for key in ("debug-assertions", "overflow-checks")
+    }
+    changed = set(mutants) - {"inherits", "debug-assertions", "overflow-checks"}
+    assert {"opt-level", "codegen-units"} == changed

@@ -159,6 +159,8 @@ WORKSPACE_STUBS = {
 CRATE_DIR_IN_TREE = Path("lib") / "kv-router"  # mirrors the upstream workspace
 PYTEST_TIMEOUT_S_MIN = 60
 CRATE_TIMEOUT_S_DEFAULT = 180
+# impl/Cargo.toml profiles a mutant build may use; the first is the default.
+BINDING_PROFILES = ("mutants", "release")
 BASELINE_TIMEOUT_S = 1_800
 BASELINE_RERUNS_MAX = 3  # deselection rounds before the baseline is declared broken
 DETAIL_CHARS_MAX = 200
@@ -383,6 +385,7 @@ class Config:
     work_dir: Path
     out_root: Path
     source: Path | None = None  # None: the pinned crate as cargo downloaded it
+    binding_profile: str = BINDING_PROFILES[0]
 
     def crate_source(self) -> Path:
         """The dynamo-kv-router tree whose mutants this run tries."""
@@ -781,6 +784,7 @@ def _runs(configs: Sequence[Config], resumed: dict[str, Path]) -> list[Run]:
         # The snapshot's binding, so edits to impl/ during a sweep that
         # lasts hours never meet the snapshot's Python adapter.
         impl_dir=work / "pytree" / "impl",
+        profile=first.binding_profile,
     )
     the_set = mutant_set(crate)
     git_commit = _git("rev-parse", "HEAD")
@@ -867,7 +871,7 @@ def _set_up(runs: Sequence[Run], started: list[Run]) -> None:
     _begin(first)
     started.append(first)
     console.print(f"[bold]setup[/bold]: work folder {config.work_dir / 'mutants'}")
-    if seed_target_dir(first.build.target_dir):
+    if first.build.profile == "release" and seed_target_dir(first.build.target_dir):
         console.print("seeded the binding's target dir from impl/target/release")
     copy_python_tree(first.pytree)
     _warm_up(first)
@@ -983,6 +987,7 @@ RESUMABLE_CONFIG = (
     "crate_test_features",
     "source",
     "binding_features",
+    "binding_profile",
 )
 
 
@@ -998,6 +1003,7 @@ def _config_data(run: Run) -> dict[str, Any]:
         "crate_test_features": CRATE_TEST_FEATURES,
         "source": "pinned" if config.source is None else "local tree",
         "binding_features": list(run.build.features),
+        "binding_profile": run.build.profile,
     }
 
 
@@ -1075,9 +1081,10 @@ def smoke(work_dir: Path, tree: Path) -> SmokeResult:
     `tree` receives the copy of our Python tree with the mutant's extension, so
     the editable install is left alone.
 
-    The work folder `work_dir/smoke` keeps its own crate copy and target dir,
-    seeded from impl/target, so a cold run compiles the crate once (~3 min on
-    two cores) and a warm one only the mutated file (~20 s).
+    The build is the sweep's (`BINDING_PROFILES[0]`, the `mutants` profile of
+    impl/Cargo.toml). The work folder `work_dir/smoke` keeps its own crate copy
+    and target dir, so a cold run compiles the dependencies once and a warm
+    one only the mutated file (seconds).
     """
     work = work_dir / "smoke"
     with _work_lock(work):
@@ -1087,8 +1094,8 @@ def smoke(work_dir: Path, tree: Path) -> SmokeResult:
             source=crate,
             binding_dir=work / "binding",
             target_dir=work / "target-binding",
+            profile=BINDING_PROFILES[0],
         )
-        seed_target_dir(build.target_dir)
         apply_mutant(crate, mutant)
         try:
             result = build_extension(build)
@@ -1220,6 +1227,13 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         "--out", type=Path, default=REPO / "ci" / "artifacts" / "mutants"
     )
     parser.add_argument(
+        "--binding-profile",
+        choices=BINDING_PROFILES,
+        default=BINDING_PROFILES[0],
+        help="cargo profile of the mutant builds: mutants (release semantics, "
+        "no optimizer: seconds per rebuild) or release (as installed)",
+    )
+    parser.add_argument(
         "--restore-pinned",
         action="store_true",
         help="always finish with pip install -e . (default: only if needed)",
@@ -1235,6 +1249,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         work_dir=args.work_dir.resolve(),
         out_root=args.out.resolve(),
         source=_source_tree(args.source),
+        binding_profile=args.binding_profile,
     )
     if config.ids and len(args.shard) > 1:
         raise UsageError("--ids and several shards do not go together")
