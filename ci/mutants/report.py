@@ -310,6 +310,12 @@ def _merged(
                 "complete": data["finished"] and len(data["mutants"]) == planned,
                 "git_commit": data["git_commit"],
                 "started_at": data["started_at"],
+                # Reports written before these settings existed built with
+                # release and gave the crate's side 180 s.
+                "binding_profile": data["config"].get("binding_profile", "release"),
+                "crate_timeout_s": data["config"]["crate_timeout_s"],
+                "seconds": data["mutants_seconds"],
+                "setup_seconds": data["setup_seconds"],
             }
         )
     missing = [f"{k}/{count}" for k in range(1, count + 1) if k not in shards]
@@ -320,6 +326,9 @@ def _merged(
         "shard": f"{len(shards)} of {count}",
         "shards": shard_rows,
         "shards_missing": missing,
+        "shard_runs_seconds": round(
+            sum(row["setup_seconds"] + row["seconds"] for row in shard_rows), 1
+        ),
         "coverage": {"tried": len(records), "of": len(first["mutant_set"]["ids"])},
         "totals": totals(records),
         "per_file": per_file(records),
@@ -408,14 +417,40 @@ def markdown(data: dict[str, Any], title: str) -> str:
         "",
     ]
     if "shards" in data:
-        lines += ["## Shards", "", *_head("shard", "tried", "planned", "complete")]
         lines += [
-            _row(row["shard"], row["tried"], row["planned"], row["complete"])
+            "## Shards",
+            "",
+            *_head(
+                "shard",
+                "tried",
+                "planned",
+                "complete",
+                "commit",
+                "build profile",
+                "crate limit (s)",
+                "minutes (set-up + mutants)",
+            ),
+        ]
+        lines += [
+            _row(
+                row["shard"],
+                row["tried"],
+                row["planned"],
+                row["complete"],
+                f"`{row['git_commit'][:10]}`",
+                row["binding_profile"],
+                f"{row['crate_timeout_s']:.0f}",
+                f"{row['setup_seconds'] / 60:.1f} + {row['seconds'] / 60:.1f}",
+            )
             for row in data["shards"]
         ]
         lines += [
             "",
-            f"Missing shards: {', '.join(data['shards_missing']) or 'none'}.",
+            (
+                f"Missing shards: {', '.join(data['shards_missing']) or 'none'}. "
+                f"The shard runs took {data['shard_runs_seconds'] / 3600:.1f} "
+                "hours of set-up and mutants in all."
+            ),
             "",
         ]
     if data.get("rechecked"):
