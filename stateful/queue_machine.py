@@ -269,6 +269,38 @@ class QueueMachine(DifferentialMachine):
         self._apply(rule_name, PopNext(Dispatch(saturated=frozenset({blocked}))))
         self._apply(rule_name, PopNext(dispatch=Dispatch()))
 
+    @rule(data=st.data(), worker=st.sampled_from(WORKERS))
+    def a_carry_across_an_emptied_queue(
+        self, data: st.DataObject, worker: Worker
+    ) -> None:
+        """Credit carried past a queue that `retain` emptied is dropped by a pop, alike.
+
+        The queue is emptied; two cheap requests of one class and a pop (its
+        leftover credit is carried when its quantum exceeds one token); the
+        other request is dropped, and the empty queue is popped (which forgets
+        the carry). Then one request on a worker's lane of that class and one
+        of another class; a pop with that worker saturated serves the other
+        class -- a carried class would be visited first and its lane blocked
+        -- and a pop with every worker free serves the lane.
+        """
+        rule_name = "a_carry_across_an_emptied_queue"
+        count = self._class_count()
+        carried = data.draw(st.integers(0, count - 1), label="class")
+        others = [index for index in range(count) if index != carried]
+        self._apply(rule_name, Retain(drop=frozenset(self._payloads())))
+        first, second = self._next_payload(), self._next_payload()
+        for payload in (first, second):
+            self._apply(rule_name, request(payload, carried))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+        self._apply(rule_name, Retain(drop=frozenset(self._payloads())))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+        self._apply(rule_name, request(self._next_payload(), carried, placement=worker))
+        if others:
+            other = data.draw(st.sampled_from(others), label="other class")
+            self._apply(rule_name, request(self._next_payload(), other))
+        self._apply(rule_name, PopNext(Dispatch(saturated=frozenset({worker}))))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+
     @rule()
     def pop(self) -> None:
         """Popping under the current saturation gives the same entry (or none)."""
