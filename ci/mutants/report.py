@@ -376,7 +376,11 @@ def markdown(data: dict[str, Any], title: str) -> str:
             f"Mutant set: {mutant_set['tool']}, {len(mutant_set['ids'])} mutants "
             f"(fingerprint `{mutant_set['fingerprint']}`); crate "
             f"{versions['crate']}, Hypothesis {versions['hypothesis']}. "
-            f"Shard {data['shard']}."
+            + (
+                f"Shards: {data['shard']}."
+                if data.get("kind") == "merged"
+                else f"Shard {data['shard']}."
+            )
         ),
         "",
     ]
