@@ -286,6 +286,15 @@ class NativeAffinity:
         """Live handles by number: `init`, `bound`, `lease` or `waiter`."""
         return sorted(self._table.live_handles())
 
+    def runtime_tasks(self) -> int:
+        """Tasks alive in the table's runtime after ready ones ran: the reaper.
+
+        Not part of `AffinityApi`: the model has no runtime. The crate's
+        reaper is the only task the binding lets run there.
+        """
+        with _translated():
+            return self._table.runtime_tasks()
+
 
 CONCURRENT_THREADS_MAX: Final[int] = _native.CONCURRENT_THREADS_MAX
 """Most threads one concurrent run may have (a limit of the binding's own)."""

@@ -618,6 +618,16 @@ impl RuntimeAffinityTable {
         })
     }
 
+    /// Tasks alive in the table's runtime once every ready task has run. The
+    /// crate's reaper (`spawn_reaper`, started by the constructor) is the only
+    /// task there: the binding spawns none.
+    fn runtime_tasks(&self) -> PyResult<usize> {
+        guard(|| {
+            self.runtime.block_on(settle());
+            Ok(self.runtime.metrics().num_alive_tasks())
+        })
+    }
+
     /// Handle numbers still live, with their kinds (for state comparison).
     fn live_handles(&self) -> Vec<(u64, &'static str)> {
         self.handles
