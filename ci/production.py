@@ -71,6 +71,15 @@ ROWS: tuple[Row, ...] = (
         "affinity.rs:257; tokio time driver",
     ),
     Row(
+        "reaper_lifetime",
+        "B.14, E.4",
+        "the reaper stops when the table is dropped",
+        "one task per serving table from construction on; dropping the last "
+        "clone cancels it at once, before its next tick (the task also holds "
+        "only a weak reference); handles outliving the table keep no reaper",
+        "affinity.rs:149-153 (`Drop for Inner`), 254-268",
+    ),
+    Row(
         "join",
         "G.1, B.8",
         "AFF-reserved-join vs AFF-pending-join",

@@ -82,6 +82,17 @@ def test_reaper_ticks_fall_on_the_one_millisecond_timer_grid() -> None:
     assert 0 == table.entry_count()
 
 
+def test_the_last_clone_stops_the_reaper_before_its_next_tick() -> None:
+    """One reaper task from construction; none once the table is dropped."""
+    table = NativeAffinity(AffinityConfig(ttl_ns=90 * SECOND_NS))
+    assert 1 == table.runtime_tasks()
+
+    table.drop_table()
+
+    assert 0 == table.runtime_tasks()
+    assert 0 == table.now_ns
+
+
 def test_a_join_binds_at_once_with_a_reserved_initializer_use() -> None:
     """AFF-reserved-join: joining gives two active leases before the commit."""
     table = NativeAffinity(AffinityConfig(ttl_ns=10 * SECOND_NS))
