@@ -295,6 +295,26 @@ class NativeAffinity:
         with _translated():
             return self._table.runtime_tasks()
 
+    def ttl_ns(self) -> int:
+        """`SessionAffinity::ttl()` in nanoseconds (not in `AffinityApi`)."""
+        with _translated():
+            return self._table.ttl_ns()
+
+    def mode(self) -> Mode:
+        """`SessionAffinity::mode()` (not in `AffinityApi`)."""
+        with _translated():
+            return Mode(self._table.mode())
+
+    def downgrade(self) -> int:
+        """`SessionAffinity::downgrade()`: the number of a weak reference."""
+        with _translated():
+            return self._table.downgrade()
+
+    def upgrade(self, weak: int) -> bool:
+        """`WeakSessionAffinity::upgrade()` of weak reference `weak` yields a table."""
+        with _translated():
+            return self._table.upgrade(weak)
+
 
 CONCURRENT_THREADS_MAX: Final[int] = _native.CONCURRENT_THREADS_MAX
 """Most threads one concurrent run may have (a limit of the binding's own)."""

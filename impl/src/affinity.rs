@@ -18,7 +18,7 @@ use std::time::Duration;
 use dynamo_kv_router::services::selection::affinity::{
     AcquireStep, AffinityError as CrateError, AffinityInitialization, AffinityLease,
     AffinityReplicaSink, AffinityTarget, AffinityVersion, Hold, ReplicaApplyOutcome,
-    SessionAffinity, SessionAffinityConfig, SessionAffinityMode,
+    SessionAffinity, SessionAffinityConfig, SessionAffinityMode, WeakSessionAffinity,
 };
 use pyo3::prelude::*;
 use tokio::runtime::Runtime;
@@ -104,6 +104,8 @@ pub struct RuntimeAffinityTable {
     // Field order is drop order: handles release into the table before the
     // table and the runtime go away.
     handles: BTreeMap<u64, Handle>,
+    /// `SessionAffinity::downgrade()` results, by number (`upgrade`).
+    weak: Vec<WeakSessionAffinity>,
     table: Option<SessionAffinity>,
     sink: Arc<RecordingSink>,
     runtime: Runtime,
@@ -209,6 +211,7 @@ impl RuntimeAffinityTable {
     fn fresh(table: SessionAffinity, runtime: Runtime, origin: Instant, manual: bool) -> Self {
         Self {
             handles: BTreeMap::new(),
+            weak: Vec::new(),
             table: Some(table),
             sink: Arc::new(RecordingSink::default()),
             runtime,
@@ -615,6 +618,42 @@ impl RuntimeAffinityTable {
             let _context = self.runtime.enter();
             self.table = None;
             Ok(())
+        })
+    }
+
+    /// `SessionAffinity::ttl()`, in nanoseconds.
+    fn ttl_ns(&self) -> PyResult<u64> {
+        guard(|| {
+            u64::try_from(self.table()?.ttl().as_nanos())
+                .map_err(|_| InvalidArgument::new_err("the crate's TTL exceeds u64 nanoseconds"))
+        })
+    }
+
+    /// `SessionAffinity::mode()`: "hard" or "soft".
+    fn mode(&self) -> PyResult<&'static str> {
+        guard(|| Ok(mode_name(self.table()?.mode())))
+    }
+
+    /// `SessionAffinity::downgrade()`: a weak reference the binding keeps;
+    /// returns its number for `upgrade`.
+    fn downgrade(&mut self) -> PyResult<usize> {
+        guard(|| {
+            let weak = self.table()?.downgrade();
+            self.weak.push(weak);
+            Ok(self.weak.len() - 1)
+        })
+    }
+
+    /// `WeakSessionAffinity::upgrade()` of weak reference `index`: whether it
+    /// yields the table (that strong clone is dropped at once).
+    fn upgrade(&self, index: usize) -> PyResult<bool> {
+        let weak = self
+            .weak
+            .get(index)
+            .ok_or_else(|| HandleError::new_err(format!("weak reference {index} is unknown")))?;
+        guard(|| {
+            let _context = self.runtime.enter();
+            Ok(weak.upgrade().is_some())
         })
     }
 
