@@ -180,9 +180,11 @@ fn latest_instant(from: Instant) -> Instant {
     from + low
 }
 
-/// `SessionAffinityConfig` from the binding's arguments. The mode arrives as
-/// text and is parsed by the crate (`SessionAffinityMode: FromStr`, as a
-/// configuration file's value would be); its refusal is `InvalidArgument`.
+/// `SessionAffinityConfig` from the binding's arguments, built the way the
+/// crate's callers build it: `SessionAffinityConfig::new(ttl).with_mode(mode)`,
+/// then the two limits (public fields, no builder). The mode arrives as text and
+/// is parsed by the crate (`SessionAffinityMode: FromStr`, as a configuration
+/// file's value would be); its refusal is `InvalidArgument`.
 pub(crate) fn affinity_config(
     ttl_ns: u64,
     mode: &str,
@@ -190,12 +192,10 @@ pub(crate) fn affinity_config(
     max_session_id_bytes: usize,
 ) -> PyResult<SessionAffinityConfig> {
     let mode = mode.parse::<SessionAffinityMode>().map_err(InvalidArgument::new_err)?;
-    Ok(SessionAffinityConfig {
-        ttl: Duration::from_nanos(ttl_ns),
-        mode,
-        max_entries,
-        max_session_id_bytes,
-    })
+    let mut config = SessionAffinityConfig::new(Duration::from_nanos(ttl_ns)).with_mode(mode);
+    config.max_entries = max_entries;
+    config.max_session_id_bytes = max_session_id_bytes;
+    Ok(config)
 }
 
 /// The text `SessionAffinityMode::from_str` reads for `mode`.
