@@ -67,6 +67,7 @@ from stateful.queue_subject import ProfileSpec, QueueHarness, model_factory
 QueueStep = MachineStep["QueueState | None", QueueOp]
 
 QUEUE_RULE_OP_TYPES: RuleTable = {
+    "a_carry_across_an_emptied_queue": frozenset({Retain, Enqueue, PopNext}),
     "drain_and_rebuild": frozenset({Drain, Rebuild}),
     "enqueue": frozenset({Enqueue}),
     "enqueue_out_of_range": frozenset({Enqueue}),
