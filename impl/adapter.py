@@ -177,9 +177,12 @@ class NativeAffinity:
         with _translated():
             kind, handle, target = self._table.try_acquire(session_id, raw)
         if kind == "init":
+            if target is not None:
+                raise AssertionError(f"Hold::target of an initialization is {target}")
             return Initialize(handle=handle)
         if kind == "bound":
-            assert target is not None
+            if target is None:
+                raise AssertionError("Hold::target of a bound hold is None")
             return Bound(handle=handle, target=_target_in(target))
         return Wait(waiter=handle)
 
@@ -668,6 +671,8 @@ class NativePolicyQueue:
         if rejected is None:
             return None
         policy_class, kind, current, limit = rejected
+        if kind not in _LIMIT_KINDS:
+            raise AssertionError(f"the crate names a limit kind {kind!r}")
         return Rejection(
             policy_class=str(policy_class),
             limit_kind=_LIMIT_KINDS[kind],

@@ -430,7 +430,8 @@ impl RuntimeAffinityTable {
     }
 
     /// `SessionAffinity::try_acquire(session_id, requested_target)`. Returns
-    /// ("init", handle, None), ("bound", handle, target) or ("wait", handle, None).
+    /// ("init", handle, target) or ("bound", handle, target), the target read by
+    /// `Hold::target` (None for an initialization), or ("wait", handle, None).
     #[pyo3(signature = (session_id, requested=None))]
     fn try_acquire(
         &mut self,
@@ -444,12 +445,15 @@ impl RuntimeAffinityTable {
                 .try_acquire(session_id, requested.map(to_target))
                 .map_err(to_py_error)?;
             Ok(match step {
-                AcquireStep::Held(Hold::Initialize(init)) => {
-                    ("init", self.add_handle(Handle::Init(init)), None)
-                }
-                AcquireStep::Held(Hold::Bound { target, lease }) => {
-                    let id = self.add_handle(Handle::Bound { target, lease });
-                    ("bound", id, Some(from_target(target)))
+                AcquireStep::Held(hold) => {
+                    // The target is read as the crate's router reads it.
+                    let reported = hold.target().map(from_target);
+                    match hold {
+                        Hold::Initialize(init) => ("init", self.add_handle(Handle::Init(init)), reported),
+                        Hold::Bound { target, lease } => {
+                            ("bound", self.add_handle(Handle::Bound { target, lease }), reported)
+                        }
+                    }
                 }
                 AcquireStep::Wait(notified) => ("wait", self.add_handle(Handle::Waiter(notified)), None),
             })

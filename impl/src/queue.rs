@@ -18,7 +18,7 @@ use dynamo_kv_router::protocols::WorkerWithDpRank;
 use dynamo_kv_router::scheduling::config::RouterQueuePolicy;
 use dynamo_kv_router::scheduling::policy_queue::PolicyQueueEntry;
 use dynamo_kv_router::scheduling::{
-    PolicyClassConfig, PolicyProfile, PolicyQueue, QueueLimitKind, QueueSnapshot,
+    PolicyClassConfig, PolicyProfile, PolicyQueue, QueueSnapshot,
     RouterPolicyConfig, RouterPolicyConfigError, WorkerPlacement,
 };
 use pyo3::prelude::*;
@@ -30,7 +30,7 @@ type PyWorker = (u64, u32);
 /// (class_index, payload, placement, raw, cached, uncached, scheduling cost).
 type PyItem = (usize, u64, Option<PyWorker>, usize, usize, usize, usize);
 /// (policy class name, limit kind, current, limit).
-type PyRejection = (String, &'static str, usize, usize);
+type PyRejection = (String, String, usize, usize);
 /// (name, queue policy, quantum, request / raw / cached limits per worker).
 type PyClassConfig = (String, &'static str, usize, Option<usize>, Option<usize>, Option<usize>);
 
@@ -54,14 +54,6 @@ fn policy_name(policy: RouterQueuePolicy) -> &'static str {
         RouterQueuePolicy::Fcfs => "fcfs",
         RouterQueuePolicy::Wspt => "wspt",
         RouterQueuePolicy::Lcfs => "lcfs",
-    }
-}
-
-fn limit_kind_name(kind: QueueLimitKind) -> &'static str {
-    match kind {
-        QueueLimitKind::Requests => "requests",
-        QueueLimitKind::RawIslTokens => "raw_isl_tokens",
-        QueueLimitKind::CachedTokens => "cached_tokens",
     }
 }
 
@@ -254,7 +246,7 @@ impl PolicyQueueTable {
             Ok(result.err().map(|(rejection, _payload)| {
                 (
                     rejection.policy_class,
-                    limit_kind_name(rejection.limit_kind),
+                    rejection.limit_kind.to_string(),
                     rejection.current,
                     rejection.limit,
                 )
