@@ -9,13 +9,10 @@ and model and crate must say it alike.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
+from affinity_support import FACTORIES
 
-from impl.adapter import NativeAffinity
 from model.affinity.api import AffinityApi
-from model.affinity.table import ModelAffinity
 from model.affinity.types import (
     SECOND_NS,
     AffinityConfig,
@@ -29,10 +26,6 @@ from model.errors import InvalidArgumentError
 pytestmark = pytest.mark.native
 
 SESSION = "sessión-7"
-SIDES: dict[str, Callable[[AffinityConfig], AffinityApi]] = {
-    "model": ModelAffinity,
-    "crate": NativeAffinity,
-}
 DISPATCH_REFUSALS: dict[str, tuple[Target, Target, str]] = {
     "another worker": (
         Target(1, 0),
@@ -74,14 +67,14 @@ PIN_REFUSALS: dict[str, tuple[Target, Target, str]] = {
 
 def _bound_table(side: str, mode: Mode, target: Target) -> AffinityApi:
     """A table with `SESSION` bound to `target` and no lease left."""
-    api = SIDES[side](AffinityConfig(ttl_ns=SECOND_NS, mode=mode))
+    api = FACTORIES[side](AffinityConfig(ttl_ns=SECOND_NS, mode=mode))
     step = api.try_acquire(SESSION, None)
     assert isinstance(step, Initialize)
     api.release(api.commit(step.handle, target))
     return api
 
 
-@pytest.mark.parametrize("side", sorted(SIDES))
+@pytest.mark.parametrize("side", sorted(FACTORIES))
 @pytest.mark.parametrize("case", sorted(DISPATCH_REFUSALS))
 def test_a_hard_dispatch_elsewhere_is_refused_naming_the_session(
     side: str, case: str
@@ -98,7 +91,7 @@ def test_a_hard_dispatch_elsewhere_is_refused_naming_the_session(
     assert message == str(refused.value)
 
 
-@pytest.mark.parametrize("side", sorted(SIDES))
+@pytest.mark.parametrize("side", sorted(FACTORIES))
 @pytest.mark.parametrize("case", sorted(PIN_REFUSALS))
 def test_a_pin_that_disagrees_with_the_binding_is_refused_naming_the_session(
     side: str, case: str

@@ -10,22 +10,15 @@ is done.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
+from affinity_support import FACTORIES
 
-from impl.adapter import NativeAffinity
 from model.affinity.api import AffinityApi
-from model.affinity.table import ModelAffinity
 from model.affinity.types import SECOND_NS, AffinityConfig, Initialize, Target, Wait
 
 pytestmark = pytest.mark.native
 
 CONFIG = AffinityConfig(ttl_ns=SECOND_NS)
-SIDES: dict[str, Callable[[AffinityConfig], AffinityApi]] = {
-    "model": ModelAffinity,
-    "crate": NativeAffinity,
-}
 
 
 def _wake(api: AffinityApi, how: str, handle: int) -> None:
@@ -35,11 +28,11 @@ def _wake(api: AffinityApi, how: str, handle: int) -> None:
         api.abort(handle)
 
 
-@pytest.mark.parametrize("side", sorted(SIDES))
+@pytest.mark.parametrize("side", sorted(FACTORIES))
 @pytest.mark.parametrize("how", ["abort", "commit"])
 def test_a_waiter_woken_before_its_first_poll_is_done(side: str, how: str) -> None:
     """The initializer commits or aborts before anyone polls the waiter."""
-    api = SIDES[side](CONFIG)
+    api = FACTORIES[side](CONFIG)
     first = api.try_acquire("s", None)
     second = api.try_acquire("s", None)
     assert isinstance(first, Initialize)
@@ -50,10 +43,10 @@ def test_a_waiter_woken_before_its_first_poll_is_done(side: str, how: str) -> No
     assert api.waiter_done(second.waiter)
 
 
-@pytest.mark.parametrize("side", sorted(SIDES))
+@pytest.mark.parametrize("side", sorted(FACTORIES))
 def test_every_waiter_woken_before_its_first_poll_is_done(side: str) -> None:
     """Several waiters, none polled, all woken by one commit."""
-    api = SIDES[side](CONFIG)
+    api = FACTORIES[side](CONFIG)
     first = api.try_acquire("s", None)
     waiters = [api.try_acquire("s", None) for _ in range(3)]
     assert isinstance(first, Initialize)
