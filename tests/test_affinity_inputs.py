@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from affinity_support import FACTORIES, Factory
 from hypothesis import given
 from hypothesis import strategies as st
 
 from impl.adapter import HAS_MANUAL_CLOCK, NativeAffinity
 from impl.adapter import parse_mode as native_parse_mode
 from model.affinity.api import AffinityApi
-from model.affinity.table import CLOCK_NS_MAX, ModelAffinity
+from model.affinity.table import CLOCK_NS_MAX
 from model.affinity.types import (
     SECOND_NS,
     TTL_NS_MAX,
@@ -29,8 +30,6 @@ from model.errors import (
     RustPanicError,
 )
 
-Factory = Callable[[AffinityConfig], AffinityApi]
-FACTORIES: dict[str, Factory] = {"model": ModelAffinity, "native": NativeAffinity}
 TTL_MESSAGE = "session affinity TTL must be between 1 and 31536000 seconds"
 
 
