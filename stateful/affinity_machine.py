@@ -561,6 +561,120 @@ class AffinityMachine(DifferentialMachine):
             self._run(rule_name, Commit(again.handle, dispatched))
         self._run(rule_name, Release(second.handle))
 
+    def _a_freshly_revised_lease(
+        self,
+        rule_name: str,
+        data: st.DataObject,
+        origin: str,
+        dispatched: Target,
+        replica_to: Target,
+    ) -> tuple[str, int] | None:
+        """A lease on a binding made by `origin`: (its id, its handle), if made."""
+        if origin == "replica_insert":
+            vacant = self._vacant_ids()
+            if not vacant:
+                return None
+            session_id = data.draw(st.sampled_from(vacant), label="id")
+            self._run(rule_name, ApplyReplica(session_id, replica_to, Version(0, 0)))
+            held = self._run(rule_name, Acquire(session_id, None)).expected.value
+            return (session_id, held.handle) if isinstance(held, Bound) else None
+        if not self._expired_sessions():
+            self._expire_a_vacant_binding(rule_name, data, dispatched)
+        expired = self._expired_sessions()
+        if not expired:
+            return None
+        session_id = data.draw(st.sampled_from(expired), label="id")
+        held = self._run(rule_name, Acquire(session_id, None)).expected.value
+        if not isinstance(held, Initialize):
+            return None
+        lease = self._run(rule_name, Commit(held.handle, dispatched)).expected.value
+        return (session_id, lease) if isinstance(lease, int) else None
+
+    @rule(
+        data=st.data(),
+        origin=st.sampled_from(("expiry_at_acquire", "replica_insert")),
+        dispatched=targets,
+        replica_to=targets,
+    )
+    def stale_leases_across_two_rebindings(
+        self, data: st.DataObject, origin: str, dispatched: Target, replica_to: Target
+    ) -> None:
+        """Stale leases stay stale while their id is bound afresh twice, alike.
+
+        A binding is made by re-initializing an expired one at acquire, or by a
+        replica update of an unknown id; it is leased three times; one lease
+        invalidates it; then twice over the id is bound afresh and one of the
+        stale leases released (the fresh binding invalidated in between). Each
+        binding must take a revision never handed out before (the crate's
+        `next_revision`), or a stale release takes a fresh binding's lease;
+        two rounds catch a counter that steps back as well as one that stalls.
+        """
+        rule_name = "stale_leases_across_two_rebindings"
+        bound = self._a_freshly_revised_lease(
+            rule_name, data, origin, dispatched, replica_to
+        )
+        if bound is None:
+            return
+        session_id, lease = bound
+        stale = []
+        for _ in range(2):
+            step = self._run(rule_name, Acquire(session_id, None)).expected.value
+            if isinstance(step, Bound):
+                stale.append(step.handle)
+        self._run(rule_name, Invalidate(lease))
+        for number, stale_lease in enumerate(stale):
+            again = self._run(rule_name, Acquire(session_id, None)).expected.value
+            fresh = None
+            if isinstance(again, Initialize):
+                fresh = self._run(rule_name, Commit(again.handle, dispatched)).expected
+            self._run(rule_name, Release(stale_lease))
+            if number == 0 and fresh is not None and isinstance(fresh.value, int):
+                self._run(rule_name, Invalidate(fresh.value))
+
+    @rule(
+        data=st.data(),
+        change=st.sampled_from(("another_hold_moved_it", "a_replica_refreshed_it")),
+        bound_to=targets,
+        moved_to=targets,
+        dispatched=targets,
+    )
+    def bound_holds_dispatched_elsewhere_after_a_change(
+        self,
+        data: st.DataObject,
+        change: str,
+        bound_to: Target,
+        moved_to: Target,
+        dispatched: Target,
+    ) -> None:
+        """A hold whose binding changed since it was taken does not move it, alike.
+
+        A vacant id is bound and held twice; then one hold is committed
+        elsewhere (in soft mode it moves the binding) or a replica refreshes
+        the binding's version; then the other hold is committed to
+        `dispatched`. In soft mode the binding follows a dispatch only when its
+        revision, version and target are all still those the hold saw.
+        """
+        rule_name = "bound_holds_dispatched_elsewhere_after_a_change"
+        vacant = self._vacant_ids()
+        if not vacant:
+            return
+        session_id = data.draw(st.sampled_from(vacant), label="id")
+        self._turn(rule_name, session_id, bound_to, release=True)
+        holds = []
+        for _ in range(2):
+            step = self._run(rule_name, Acquire(session_id, None)).expected.value
+            if isinstance(step, Bound):
+                holds.append(step.handle)
+        if len(holds) < 2:
+            return
+        entry = self._harness().model.state().entry(session_id)
+        if change == "another_hold_moved_it":
+            self._run(rule_name, Commit(holds[0], moved_to))
+        elif isinstance(entry, Binding):
+            newer = Version(entry.version.sequence + 1, entry.version.writer)
+            self._run(rule_name, ApplyReplica(session_id, entry.target, newer))
+        self._run(rule_name, Commit(holds[1], dispatched))
+
     @rule(delta=st.sampled_from((-1, 0, 1, 10)))
     def observe_sequence(self, delta: int) -> None:
         """Observing a replica sequence moves local versions alike."""

@@ -301,6 +301,43 @@ class QueueMachine(DifferentialMachine):
         self._apply(rule_name, PopNext(Dispatch(saturated=frozenset({worker}))))
         self._apply(rule_name, PopNext(dispatch=Dispatch()))
 
+    @rule(data=st.data())
+    def a_carry_into_a_class_that_retain_emptied(self, data: st.DataObject) -> None:
+        """A carried class that `retain` emptied gets no credit from the carry, alike.
+
+        Two cheap requests of one class and a pop carry that class's leftover
+        credit (its quantum exceeds one token); a request of another class
+        arrives and `retain` drops the carried class's other request. A pop
+        serves the other class before the ring comes back to the emptied one.
+        Then two requests of the emptied class and one of the other: the
+        emptied class starts again from no credit, so its first pop grants it
+        a quantum and carries the rest, and the next pop serves it again.
+        """
+        rule_name = "a_carry_into_a_class_that_retain_emptied"
+        configs = self.model.state.configs
+        if len(configs) < 2:
+            return
+        generous = [i for i, config in enumerate(configs) if config.quantum > 1]
+        carried = data.draw(
+            st.sampled_from(generous or range(len(configs))), label="carried class"
+        )
+        other = data.draw(
+            st.sampled_from([i for i in range(len(configs)) if i != carried]),
+            label="other class",
+        )
+        self._apply(rule_name, Retain(drop=frozenset(self._payloads())))
+        first, second = self._next_payload(), self._next_payload()
+        for payload in (first, second):
+            self._apply(rule_name, request(payload, carried))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+        self._apply(rule_name, request(self._next_payload(), other))
+        self._apply(rule_name, Retain(drop=frozenset({second})))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+        for class_index in (carried, carried, other):
+            self._apply(rule_name, request(self._next_payload(), class_index))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+
     @rule()
     def pop(self) -> None:
         """Popping under the current saturation gives the same entry (or none)."""

@@ -82,6 +82,9 @@ RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
     "acquire": frozenset({Acquire}),
     "advance": frozenset({Advance}),
     "apply_replica": frozenset({ApplyReplica}),
+    "bound_holds_dispatched_elsewhere_after_a_change": frozenset(
+        {Acquire, Commit, Release, ApplyReplica}
+    ),
     "commit": frozenset({Commit}),
     "commit_where_bound": frozenset({Commit}),
     "drop_table": frozenset({DropTable}),
@@ -106,6 +109,9 @@ RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
     "release_after_a_replica_refresh": frozenset({ApplyReplica, Release}),
     "new_session_against_uncollected_expiry": frozenset(
         {Acquire, Commit, Release, Advance}
+    ),
+    "stale_leases_across_two_rebindings": frozenset(
+        {Acquire, Commit, Release, Advance, ApplyReplica, Invalidate}
     ),
     "stale_lease_across_a_revival": frozenset(
         {Acquire, Commit, Release, Advance, ApplyReplica, Invalidate}
