@@ -633,7 +633,9 @@ class AffinityMachine(DifferentialMachine):
 
     @rule(
         data=st.data(),
-        change=st.sampled_from(("another_hold_moved_it", "a_replica_refreshed_it")),
+        change=st.sampled_from(
+            ("another_hold_moved_it", "a_replica_refreshed_it", "it_was_invalidated")
+        ),
         bound_to=targets,
         moved_to=targets,
         dispatched=targets,
@@ -649,10 +651,12 @@ class AffinityMachine(DifferentialMachine):
         """A hold whose binding changed since it was taken does not move it, alike.
 
         A vacant id is bound and held twice; then one hold is committed
-        elsewhere (in soft mode it moves the binding) or a replica refreshes
-        the binding's version; then the other hold is committed to
-        `dispatched`. In soft mode the binding follows a dispatch only when its
-        revision, version and target are all still those the hold saw.
+        elsewhere (in soft mode it moves the binding), or a replica refreshes
+        the binding's version, or the hold invalidates the binding (with a
+        replica sink installed, so that a wrong publication shows); then the
+        other hold is committed to `dispatched`. In soft mode the binding
+        follows a dispatch only when it still exists with the revision, version
+        and target the hold saw.
         """
         rule_name = "bound_holds_dispatched_elsewhere_after_a_change"
         vacant = self._vacant_ids()
@@ -670,6 +674,10 @@ class AffinityMachine(DifferentialMachine):
         entry = self._harness().model.state().entry(session_id)
         if change == "another_hold_moved_it":
             self._run(rule_name, Commit(holds[0], moved_to))
+        elif change == "it_was_invalidated":
+            if not self._harness().model.state().replicating:
+                self._run(rule_name, EnableReplication(WRITERS[1]))
+            self._run(rule_name, Invalidate(holds[0]))
         elif isinstance(entry, Binding):
             newer = Version(entry.version.sequence + 1, entry.version.writer)
             self._run(rule_name, ApplyReplica(session_id, entry.target, newer))

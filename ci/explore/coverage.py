@@ -83,7 +83,7 @@ RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
     "advance": frozenset({Advance}),
     "apply_replica": frozenset({ApplyReplica}),
     "bound_holds_dispatched_elsewhere_after_a_change": frozenset(
-        {Acquire, Commit, Release, ApplyReplica}
+        {Acquire, Commit, Release, ApplyReplica, EnableReplication, Invalidate}
     ),
     "commit": frozenset({Commit}),
     "commit_where_bound": frozenset({Commit}),
