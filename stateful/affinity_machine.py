@@ -78,6 +78,13 @@ WORKERS = (1, 2)
 RANKS = (None, 0, 1)
 WRITERS = (0, 1, 2)
 STEPS_BEFORE_DROP_MIN = 40
+CHANGES_UNDER_A_HOLD = (
+    "another_hold_moved_it",
+    "a_replica_refreshed_it",
+    "it_was_invalidated",
+    "it_is_initializing_again",
+)
+"""What befalls a bound session while a hold of it waits to be committed."""
 
 targets = st.builds(Target, st.sampled_from(WORKERS), st.sampled_from(RANKS))
 pins = st.none() | targets
@@ -633,9 +640,7 @@ class AffinityMachine(DifferentialMachine):
 
     @rule(
         data=st.data(),
-        change=st.sampled_from(
-            ("another_hold_moved_it", "a_replica_refreshed_it", "it_was_invalidated")
-        ),
+        change=st.sampled_from(CHANGES_UNDER_A_HOLD),
         bound_to=targets,
         moved_to=targets,
         dispatched=targets,
@@ -653,10 +658,11 @@ class AffinityMachine(DifferentialMachine):
         A vacant id is bound and held twice; then one hold is committed
         elsewhere (in soft mode it moves the binding), or a replica refreshes
         the binding's version, or the hold invalidates the binding (with a
-        replica sink installed, so that a wrong publication shows); then the
-        other hold is committed to `dispatched`. In soft mode the binding
-        follows a dispatch only when it still exists with the revision, version
-        and target the hold saw.
+        replica sink installed, so that a wrong publication shows; then maybe
+        a new request starts initializing the id); then the other hold is
+        committed to `dispatched`. In soft mode the binding follows a dispatch
+        only when it is still bound with the revision, version and target the
+        hold saw.
         """
         rule_name = "bound_holds_dispatched_elsewhere_after_a_change"
         vacant = self._vacant_ids()
@@ -674,10 +680,12 @@ class AffinityMachine(DifferentialMachine):
         entry = self._harness().model.state().entry(session_id)
         if change == "another_hold_moved_it":
             self._run(rule_name, Commit(holds[0], moved_to))
-        elif change == "it_was_invalidated":
+        elif change in ("it_was_invalidated", "it_is_initializing_again"):
             if not self._harness().model.state().replicating:
                 self._run(rule_name, EnableReplication(WRITERS[1]))
             self._run(rule_name, Invalidate(holds[0]))
+            if change == "it_is_initializing_again":
+                self._run(rule_name, Acquire(session_id, None))
         elif isinstance(entry, Binding):
             newer = Version(entry.version.sequence + 1, entry.version.writer)
             self._run(rule_name, ApplyReplica(session_id, entry.target, newer))
