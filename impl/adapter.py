@@ -526,6 +526,7 @@ from model.queue.types import (  # noqa: E402
     QueuedItem,
     QueuePolicy,
     Rejection,
+    TokenSnapshot,
     Worker,
 )
 
@@ -578,6 +579,15 @@ def _item_in(
         uncached_tokens=int(uncached),
         scheduling_cost_tokens=int(cost),
     )
+
+
+def token_snapshot(raw_isl_tokens: int, cached_tokens: int) -> TokenSnapshot:
+    """`QueueSnapshot::new(raw, cached)` of the crate."""
+    with _queue_errors():
+        raw, cached, uncached, cost = _native.PolicyQueueTable.snapshot(
+            raw_isl_tokens, cached_tokens
+        )
+    return TokenSnapshot(int(raw), int(cached), int(uncached), int(cost))
 
 
 def _limit(raw: int | None) -> int | None:

@@ -184,6 +184,20 @@ impl PolicyQueueTable {
         Self::resolved(load, model_name, fallback_threshold, fallback_policy)
     }
 
+    /// `QueueSnapshot::new(raw, cached)`, as (raw, cached, uncached, cost).
+    #[staticmethod]
+    fn snapshot(raw_isl_tokens: usize, cached_tokens: usize) -> PyResult<(usize, usize, usize, usize)> {
+        guard(|| {
+            let snapshot = QueueSnapshot::new(raw_isl_tokens, cached_tokens);
+            Ok((
+                snapshot.raw_isl_tokens,
+                snapshot.cached_tokens,
+                snapshot.uncached_tokens,
+                snapshot.scheduling_cost_tokens,
+            ))
+        })
+    }
+
     /// `PolicyProfile::synthetic(threshold, policy)`, then `PolicyQueue::new`.
     #[staticmethod]
     #[pyo3(signature = (threshold, policy))]
