@@ -304,4 +304,7 @@ def test_a_failure_outside_a_step_names_the_exception_as_the_check(
     meta = json.loads((written / "meta.json").read_text())
 
     assert "raised" == meta["failing_check"]["check"]
-    assert meta["failing_check"]["difference"].startswith("AssertionError: session")
+    assert (
+        f"AssertionError: {str(error).splitlines()[0]}"
+        == meta["failing_check"]["difference"]
+    )

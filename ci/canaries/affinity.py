@@ -119,6 +119,6 @@ CAUGHT_BY: dict[str, str] = {
     "leaky_release_model": "states_agree",
     "off_by_one_expiry_model": "states_agree",
     "sleepy_waiter": "states_agree",
-    "stale_replica_wins": "outcomes_agree",
+    "stale_replica_wins": "states_agree",
 }
 """The check that reports each canary first in its shrunk counterexample."""
