@@ -11,7 +11,7 @@ import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
 from ci.canaries import affinity, queue, replica
-from ci.profiles import CANARY_SETTINGS
+from ci.profiles import CANARY_SETTINGS, selected_profile
 from stateful import capture
 from stateful.affinity_machine import AffinityMachine
 from stateful.machine import DifferentialMachine
@@ -28,6 +28,8 @@ QUEUE_NATIVE = frozenset({"late_stats", "lax_request_limit", "lifo_ties"})
 
 def _case(subject: str, name: str) -> object:
     marks = []
+    if subject == "queue" and name in queue.SLOW_CANARIES:
+        marks.append(pytest.mark.slow)
     if subject == "affinity" or name in QUEUE_NATIVE:
         marks.append(pytest.mark.native)
     return pytest.param(subject, name, marks=marks, id=f"{subject}-{name}")
@@ -44,6 +46,9 @@ def _case(subject: str, name: str) -> object:
 def test_a_canary_is_caught_by_its_check(subject: str, name: str) -> None:
     """The differential machine fails on the canary, by the named check."""
     module, base = SUBJECTS[subject]
+    slow = subject == "queue" and name in queue.SLOW_CANARIES
+    if slow and selected_profile() != "nightly":
+        pytest.skip("slow canary: runs under the nightly profile")
     machine: type[DifferentialMachine] = type(
         f"Canary_{name}", (base,), {"factory": module.CANARIES[name]}
     )
