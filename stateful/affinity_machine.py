@@ -568,6 +568,14 @@ class AffinityMachine(DifferentialMachine):
             self._run(rule_name, Commit(again.handle, dispatched))
         self._run(rule_name, Release(second.handle))
 
+    def _bound_holds(self, rule_name: str, session_id: str, count: int) -> list[int]:
+        """Acquire `session_id` `count` times; the handles of the bound holds."""
+        steps = [
+            self._run(rule_name, Acquire(session_id, None)).expected.value
+            for _ in range(count)
+        ]
+        return [step.handle for step in steps if isinstance(step, Bound)]
+
     def _a_freshly_revised_lease(
         self,
         rule_name: str,
@@ -623,20 +631,17 @@ class AffinityMachine(DifferentialMachine):
         if bound is None:
             return
         session_id, lease = bound
-        stale = []
-        for _ in range(2):
-            step = self._run(rule_name, Acquire(session_id, None)).expected.value
-            if isinstance(step, Bound):
-                stale.append(step.handle)
+        stale = self._bound_holds(rule_name, session_id, 2)
         self._run(rule_name, Invalidate(lease))
         for number, stale_lease in enumerate(stale):
             again = self._run(rule_name, Acquire(session_id, None)).expected.value
             fresh = None
             if isinstance(again, Initialize):
-                fresh = self._run(rule_name, Commit(again.handle, dispatched)).expected
+                commit = Commit(again.handle, dispatched)
+                fresh = self._run(rule_name, commit).expected.value
             self._run(rule_name, Release(stale_lease))
-            if number == 0 and fresh is not None and isinstance(fresh.value, int):
-                self._run(rule_name, Invalidate(fresh.value))
+            if number == 0 and isinstance(fresh, int):
+                self._run(rule_name, Invalidate(fresh))
 
     @rule(
         data=st.data(),
@@ -670,11 +675,7 @@ class AffinityMachine(DifferentialMachine):
             return
         session_id = data.draw(st.sampled_from(vacant), label="id")
         self._turn(rule_name, session_id, bound_to, release=True)
-        holds = []
-        for _ in range(2):
-            step = self._run(rule_name, Acquire(session_id, None)).expected.value
-            if isinstance(step, Bound):
-                holds.append(step.handle)
+        holds = self._bound_holds(rule_name, session_id, 2)
         if len(holds) < 2:
             return
         entry = self._harness().model.state().entry(session_id)

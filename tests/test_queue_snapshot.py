@@ -11,23 +11,23 @@ from collections.abc import Callable
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from queue_support import SIDES
 
 from model.errors import QueueUsageError
-from model.queue.types import USIZE_MAX, TokenSnapshot, token_snapshot
+from model.queue.table import token_snapshot
+from model.queue.types import USIZE_MAX, TokenSnapshot
 
 Snapshot = Callable[[int, int], TokenSnapshot]
 
 
-def _native() -> Snapshot:
+def _snapshot(side: str) -> Snapshot:
+    """`QueueSnapshot::new` of the model or of the crate."""
+    if side == "model":
+        return token_snapshot
     from impl.adapter import token_snapshot as native  # noqa: PLC0415 - native side
 
     return native
 
-
-SIDES = [
-    pytest.param(lambda: token_snapshot, id="model"),
-    pytest.param(_native, id="native", marks=pytest.mark.native),
-]
 
 tokens = st.integers(0, 64) | st.integers(0, USIZE_MAX) | st.just(USIZE_MAX)
 
@@ -45,24 +45,24 @@ tokens = st.integers(0, 64) | st.integers(0, USIZE_MAX) | st.just(USIZE_MAX)
     ids=["some_cached", "cached_past_raw", "empty", "nothing_cached", "largest"],
 )
 def test_a_snapshot_clamps_cached_tokens_and_costs_at_least_one_token(
-    side: Callable[[], Snapshot], raw: int, cached: int, expected: TokenSnapshot
+    side: str, raw: int, cached: int, expected: TokenSnapshot
 ) -> None:
     """Cached tokens are clamped to raw; uncached is the rest; the cost is >= 1."""
-    assert side()(raw, cached) == expected
+    assert _snapshot(side)(raw, cached) == expected
 
 
 @pytest.mark.native
 @given(raw=tokens, cached=tokens)
 def test_the_crate_builds_the_snapshot_the_model_builds(raw: int, cached: int) -> None:
     """Over the whole `usize` range, the crate's snapshot is the model's."""
-    assert _native()(raw, cached) == token_snapshot(raw, cached)
+    assert _snapshot("native")(raw, cached) == token_snapshot(raw, cached)
 
 
 @pytest.mark.parametrize("side", SIDES)
 @pytest.mark.parametrize(("raw", "cached"), [(-1, 0), (0, -1), (USIZE_MAX + 1, 0)])
 def test_a_token_count_outside_usize_is_a_usage_error(
-    side: Callable[[], Snapshot], raw: int, cached: int
+    side: str, raw: int, cached: int
 ) -> None:
     """A count the crate's `usize` cannot hold is refused, on both sides."""
     with pytest.raises(QueueUsageError):
-        side()(raw, cached)
+        _snapshot(side)(raw, cached)

@@ -52,6 +52,7 @@ from model.queue.types import (
     QueuedItem,
     QueuePolicy,
     Rejection,
+    TokenSnapshot,
     Worker,
 )
 
@@ -226,6 +227,15 @@ def _check_range(name: str, value: int, maximum: int) -> None:
         raise QueueUsageError(f"{name}={value} is outside 0..={maximum}")
 
 
+def token_snapshot(raw_isl_tokens: int, cached_tokens: int) -> TokenSnapshot:
+    """`QueueSnapshot::new`: cached clamped to raw, and a cost of at least one token."""
+    _check_range("raw_isl_tokens", raw_isl_tokens, USIZE_MAX)
+    _check_range("cached_tokens", cached_tokens, USIZE_MAX)
+    cached = min(cached_tokens, raw_isl_tokens)
+    uncached = raw_isl_tokens - cached
+    return TokenSnapshot(raw_isl_tokens, cached, uncached, max(1, uncached))
+
+
 # ---- transitions -----------------------------------------------------------------
 
 
@@ -233,8 +243,7 @@ def enqueue(state: QueueState, op: Enqueue) -> tuple[QueueState, Rejection | Non
     """Queue one entry unless a limit, checked against pre-add counters, refuses."""
     _check_range("class_index", op.class_index, USIZE_MAX)
     _check_range("worker_count", op.worker_count, USIZE_MAX)
-    _check_range("raw_isl_tokens", op.raw_isl_tokens, USIZE_MAX)
-    _check_range("cached_tokens", op.cached_tokens, USIZE_MAX)
+    tokens = token_snapshot(op.raw_isl_tokens, op.cached_tokens)
     _check_range("strict_priority", op.strict_priority, U32_MAX)
     _check_range("payload", op.payload, U64_MAX)
     if op.placement is not None:
@@ -246,8 +255,8 @@ def enqueue(state: QueueState, op: Enqueue) -> tuple[QueueState, Rejection | Non
     rejection = limit_reached(config, cls.stats, op.worker_count)
     if rejection is not None:
         return state, rejection
-    cached = min(op.cached_tokens, op.raw_isl_tokens)
-    cost = max(1, op.raw_isl_tokens - cached)
+    cached = tokens.cached_tokens
+    cost = tokens.scheduling_cost_tokens
     entry = Entry(
         seq=state.next_seq,
         payload=op.payload,

@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from model.errors import QueueUsageError
-
 USIZE_MAX = 2**64 - 1
 U64_MAX = 2**64 - 1
 U32_MAX = 2**32 - 1
@@ -83,16 +81,6 @@ class TokenSnapshot:
     cached_tokens: int
     uncached_tokens: int
     scheduling_cost_tokens: int
-
-
-def token_snapshot(raw_isl_tokens: int, cached_tokens: int) -> TokenSnapshot:
-    """`QueueSnapshot::new`: cached clamped to raw, and a cost of at least one token."""
-    for name, value in (("raw_isl_tokens", raw_isl_tokens), ("cached", cached_tokens)):
-        if not 0 <= value <= USIZE_MAX:
-            raise QueueUsageError(f"{name}={value} is outside 0..={USIZE_MAX}")
-    cached = min(cached_tokens, raw_isl_tokens)
-    uncached = raw_isl_tokens - cached
-    return TokenSnapshot(raw_isl_tokens, cached, uncached, max(1, uncached))
 
 
 @dataclass(frozen=True)
