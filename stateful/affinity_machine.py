@@ -420,6 +420,14 @@ class AffinityMachine(DifferentialMachine):
         state = self._harness().model.state()
         return [s for s, entry in state.entries if state.is_expired(entry)]
 
+    def _live_bound_sessions(self) -> list[str]:
+        state = self._harness().model.state()
+        return [
+            s
+            for s, entry in state.entries
+            if isinstance(entry, Binding) and not state.is_expired(entry)
+        ]
+
     def has_expired(self) -> bool:
         """Some binding has expired and is not collected yet."""
         return bool(self._expired_sessions())
@@ -660,8 +668,9 @@ class AffinityMachine(DifferentialMachine):
     ) -> None:
         """A hold whose binding changed since it was taken does not move it, alike.
 
-        A vacant id is bound and held twice; then one hold is committed
-        elsewhere (in soft mode it moves the binding), or a replica refreshes
+        A vacant id is bound, or a live binding is taken as it is (a full table
+        or used-up ids leave no vacant one), and held twice; then one hold is
+        committed elsewhere (in soft mode it moves the binding), or a replica refreshes
         the binding's version, or the hold invalidates the binding (with a
         replica sink installed, so that a wrong publication shows; then maybe
         a new request starts initializing the id); then the other hold is
@@ -670,11 +679,12 @@ class AffinityMachine(DifferentialMachine):
         hold saw.
         """
         rule_name = "bound_holds_dispatched_elsewhere_after_a_change"
-        vacant = self._vacant_ids()
-        if not vacant:
+        candidates = self._vacant_ids() + self._live_bound_sessions()
+        if not candidates:
             return
-        session_id = data.draw(st.sampled_from(vacant), label="id")
-        self._turn(rule_name, session_id, bound_to, release=True)
+        session_id = data.draw(st.sampled_from(candidates), label="id")
+        if self._harness().model.state().entry(session_id) is None:
+            self._turn(rule_name, session_id, bound_to, release=True)
         holds = self._bound_holds(rule_name, session_id, 2)
         if len(holds) < 2:
             return

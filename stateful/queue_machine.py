@@ -29,10 +29,13 @@ from model.queue.ops import (
     Retain,
 )
 from model.queue.types import (
+    LIMIT_KINDS,
     U32_MAX,
     ClassConfig,
     Dispatch,
+    LimitKind,
     QueuePolicy,
+    Rejection,
     Worker,
     synthetic_profile,
 )
@@ -110,7 +113,13 @@ def profile_specs(draw: st.DrawFn) -> ProfileSpec:
     return ProfileSpec(synthetic_profile(policy), text, "other", policy)
 
 
-# ---- the machine -----------------------------------------------------------------
+def _limit_of(config: ClassConfig, kind: LimitKind) -> int | None:
+    """A class's per-worker limit of one kind (None: unlimited)."""
+    return {
+        "requests": config.request_queue_limit_per_worker,
+        "raw_isl_tokens": config.raw_isl_token_queue_limit_per_worker,
+        "cached_tokens": config.cached_token_queue_limit_per_worker,
+    }[kind]
 
 
 # ---- the machine -----------------------------------------------------------------
@@ -300,6 +309,41 @@ class QueueMachine(DifferentialMachine):
             self._apply(rule_name, request(self._next_payload(), other))
         self._apply(rule_name, PopNext(Dispatch(saturated=frozenset({worker}))))
         self._apply(rule_name, PopNext(dispatch=Dispatch()))
+
+    @rule(data=st.data(), kind=st.sampled_from(LIMIT_KINDS))
+    def a_limit_refuses_an_enqueue(self, data: st.DataObject, kind: LimitKind) -> None:
+        """A class's limit of one kind refuses an enqueue once reached, alike.
+
+        In a class whose `kind` limit is set and whose limits checked before it
+        are not, requests (one worker) that each bring more than the limit of
+        that counter are enqueued until one is refused. Self-contained, so the
+        three kinds of refusal are reached in a run even where other rules
+        keep emptying the queue.
+        """
+        rule_name = "a_limit_refuses_an_enqueue"
+        eligible = [
+            index
+            for index, config in enumerate(self.model.state.configs)
+            if _limit_of(config, kind) is not None
+            and all(
+                _limit_of(config, earlier) is None
+                for earlier in LIMIT_KINDS[: LIMIT_KINDS.index(kind)]
+            )
+        ]
+        if not eligible:
+            return
+        class_index = data.draw(st.sampled_from(eligible), label="class")
+        limit = _limit_of(self.model.state.configs[class_index], kind)
+        assert limit is not None
+        tokens = 1 if kind == "requests" else limit + 1
+        cached = tokens if kind == "cached_tokens" else 0
+        for _ in range(limit + 1):
+            outcome = self._apply(
+                rule_name,
+                request(self._next_payload(), class_index, raw=tokens, cached=cached),
+            )
+            if isinstance(outcome.value, Rejection) or not outcome.ok:
+                return
 
     @rule(data=st.data())
     def a_carry_into_a_class_that_retain_emptied(self, data: st.DataObject) -> None:

@@ -68,6 +68,7 @@ QueueStep = MachineStep["QueueState | None", QueueOp]
 
 QUEUE_RULE_OP_TYPES: RuleTable = {
     "a_carry_across_an_emptied_queue": frozenset({Retain, Enqueue, PopNext}),
+    "a_limit_refuses_an_enqueue": frozenset({Enqueue}),
     "a_carry_into_a_class_that_retain_emptied": frozenset({Retain, Enqueue, PopNext}),
     "drain_and_rebuild": frozenset({Drain, Rebuild}),
     "enqueue": frozenset({Enqueue}),
