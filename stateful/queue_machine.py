@@ -382,6 +382,39 @@ class QueueMachine(DifferentialMachine):
         self._apply(rule_name, PopNext(dispatch=Dispatch()))
         self._apply(rule_name, PopNext(dispatch=Dispatch()))
 
+    @rule(data=st.data())
+    def credit_of_a_class_that_a_pop_emptied(self, data: st.DataObject) -> None:
+        """A class that a pop emptied comes back with no credit, alike.
+
+        With the queue empty, a class whose quantum exceeds one token is given
+        two one-token requests and popped twice: the second pop spends carried
+        credit and empties the class, which must drop what is left. The class
+        just before it in the ring is served once, so the ring starts at the
+        emptied class next. Then a request costing one token more than its
+        quantum and a one-token request of the class before: one quantum does
+        not pay for the first, so the pop serves the other class; leftover
+        credit from before would pay for it and serve it first.
+        """
+        rule_name = "credit_of_a_class_that_a_pop_emptied"
+        configs = self.model.state.configs
+        generous = [i for i, config in enumerate(configs) if config.quantum > 1]
+        if len(configs) < 2 or not generous:
+            return
+        emptied = data.draw(st.sampled_from(generous), label="emptied class")
+        before = (emptied - 1) % len(configs)
+        quantum = configs[emptied].quantum
+        self._apply(rule_name, Retain(drop=frozenset(self._payloads())))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+        for class_index in (emptied, emptied):
+            self._apply(rule_name, request(self._next_payload(), class_index))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+        self._apply(rule_name, request(self._next_payload(), before))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+        self._apply(rule_name, request(self._next_payload(), emptied, raw=quantum + 1))
+        self._apply(rule_name, request(self._next_payload(), before))
+        self._apply(rule_name, PopNext(dispatch=Dispatch()))
+
     @rule()
     def pop(self) -> None:
         """Popping under the current saturation gives the same entry (or none)."""

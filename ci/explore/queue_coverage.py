@@ -70,6 +70,7 @@ QUEUE_RULE_OP_TYPES: RuleTable = {
     "a_carry_across_an_emptied_queue": frozenset({Retain, Enqueue, PopNext}),
     "a_limit_refuses_an_enqueue": frozenset({Enqueue}),
     "a_carry_into_a_class_that_retain_emptied": frozenset({Retain, Enqueue, PopNext}),
+    "credit_of_a_class_that_a_pop_emptied": frozenset({Retain, Enqueue, PopNext}),
     "drain_and_rebuild": frozenset({Drain, Rebuild}),
     "enqueue": frozenset({Enqueue}),
     "enqueue_out_of_range": frozenset({Enqueue}),
