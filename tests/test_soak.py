@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from ci.soak.command import SeedRun, Soak, TargetRun, report, write_report
-from ci.soak.merge import main, merge
+from ci.soak.merge import MergeError, main, merge
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 600
@@ -61,8 +61,29 @@ def test_vacuous_seeds_are_false_alarms_that_reproduce(tmp_path: Path) -> None:
     assert report["seconds_per_seed"]["max"] > 0
 
 
-def _piece(folder: Path, seeds: range, *, examples: int = 400) -> Path:
-    """A soak folder with one passing or failing run per seed (made, not run)."""
+def _head(repo: Path = REPO_ROOT) -> str:
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"],  # noqa: S607 - git from PATH
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+
+
+def _piece(
+    folder: Path,
+    seeds: range,
+    *,
+    examples: int = 400,
+    commit: str | None = None,
+    dirty: bool = False,
+    crate_version: str = "1.6.1",
+) -> Path:
+    """A soak folder with one passing or failing run per seed (made, not run).
+
+    It claims to have run at `commit` (default: this checkout's HEAD).
+    """
     state = Soak(
         settings={
             "profile": "ci-seeded",
@@ -88,7 +109,14 @@ def _piece(folder: Path, seeds: range, *, examples: int = 400) -> Path:
         )
         state.seeds.append(SeedRun(seed, float(seed), 1 * (seed == 3), (run,)))
     folder.mkdir(parents=True)
-    write_report(folder, report(state, complete=True))
+    document = report(state, complete=True)
+    document |= {
+        "git_commit": commit or _head(),
+        "git_dirty": dirty,
+        "crate_source": "registry",
+        "crate_version": crate_version,
+    }
+    write_report(folder, document)
     return folder
 
 
@@ -124,6 +152,12 @@ def test_pieces_that_measured_different_things_do_not_merge(
     for pieces, says in (
         ([a, other], "max_examples 20 differs"),
         ([a, a], "seed 1 is in both"),
+        ([a, _piece(tmp_path / "dirty", range(5, 6), dirty=True)], "uncommitted"),
+        (
+            [a, _piece(tmp_path / "crate", range(6, 7), crate_version="1.7.0")],
+            "crate_version '1.7.0' differs",
+        ),
+        ([a, _piece(tmp_path / "far", range(7, 8), commit="f" * 40)], "not in"),
         ([a, old], "no per-seed rows"),
         ([tmp_path / "missing"], "no report.json there"),
     ):
@@ -131,3 +165,43 @@ def test_pieces_that_measured_different_things_do_not_merge(
         err = capsys.readouterr().err
         assert 1 == len(err.splitlines()), err
         assert says in err, err
+
+
+def _commit(repo: Path, files: dict[str, str], message: str) -> str:
+    """Write `files` in `repo`, commit them, and return the commit hash."""
+    for name, text in files.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    for command in (["add", "-A"], ["commit", "-q", "-m", message]):
+        subprocess.run(  # noqa: S603 - fixed git arguments
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *command],  # noqa: S607
+            cwd=repo,
+            check=True,
+        )
+    return _head(repo)
+
+
+def test_pieces_merge_only_when_they_ran_the_same_code_under_test(
+    tmp_path: Path,
+) -> None:
+    """A docs-only commit keeps a soak mergeable; a changed machine does not."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)  # noqa: S607
+    first = _commit(repo, {"stateful/m.py": "rule = 1\n", "README.md": "a"}, "one")
+    docs = _commit(repo, {"README.md": "b"}, "docs only")
+    machine = _commit(repo, {"stateful/m.py": "rule = 2\n"}, "a new rule")
+    a = _piece(tmp_path / "a", range(1, 3), commit=first)
+
+    same = merge([a, _piece(tmp_path / "b", range(3, 5), commit=docs)], repo=repo)
+    changed = _piece(tmp_path / "c", range(5, 7), commit=machine)
+    with pytest.raises(MergeError, match="stateful differ"):
+        merge([a, changed], repo=repo)
+    mixed = merge([a, changed], repo=repo, mixed_code=True)
+
+    assert same["code_under_test"]["one_version"]
+    assert same["code_under_test"]["trees"]["model"] == "absent"
+    assert "1.6.1" == same["crate_version"]
+    assert not mixed["code_under_test"]["one_version"]
+    assert mixed["crate_version"] is None
+    assert 4 == mixed["seeds_run"]

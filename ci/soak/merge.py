@@ -10,18 +10,28 @@ single run's, lists its pieces (`merged_from`: folder, commit, seeds, complete)
 and is written to `--out` (default: a new stamped folder beside the first
 piece). Exit status: 0 clean, 1 false alarm or flaky, 2 pieces that cannot be
 merged (one line on stderr).
+
+Pieces may come from different commits, but they must have run the same code
+under test on the same crate: the git trees of `CODE_UNDER_TEST` at each
+piece's commit must be equal (git hashes content, so equal trees are equal
+files), the pieces clean, and their crate source and version alike. A commit
+that changed only documentation keeps a soak mergeable; one that changed a
+machine, the model, a property or the binding does not. `--mixed-code` merges
+such pieces anyway and says so (`code_under_test.one_version` false).
 """
 
 from __future__ import annotations
 
 import json
+import re
+import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
 from ci.cli import OneLineParser, UsageError
-from ci.replay.artifacts import utc_stamp
+from ci.replay.artifacts import REPO_ROOT, utc_stamp
 from ci.soak import command
 from ci.soak.command import Recheck, Soak, seed_from_row
 
@@ -32,6 +42,22 @@ SAME: Final[tuple[str, ...]] = (
     "targets",
 )
 """Settings every piece must share; seeds and jobs may differ."""
+
+CODE_UNDER_TEST: Final[tuple[str, ...]] = (
+    "ci/profiles.py",
+    "ci/trust",
+    "impl",
+    "model",
+    "properties",
+    "pyproject.toml",
+    "stateful",
+)
+"""What decides a seed's verdict: the machines, the model, the properties, the
+binding (with its pinned Cargo.lock), the profiles and the pytest plugin."""
+CRATE_KEYS: Final[tuple[str, ...]] = ("crate_source", "crate_version")
+ABSENT: Final[str] = "absent"
+GIT_TIMEOUT_S: Final[int] = 30
+COMMIT: Final[re.Pattern[str]] = re.compile("[0-9a-f]{40}")
 
 
 class MergeError(UsageError):
@@ -59,13 +85,99 @@ def read_piece(folder: Path) -> dict[str, Any]:
     raise MergeError(f"{folder}: no {command.REPORT_FILE} there")
 
 
-def merge(folders: Sequence[Path]) -> dict[str, Any]:
-    """The merged report of the pieces in `folders`."""
+def _git(repo: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
+    """Run git in `repo` (a `MergeError` if it cannot run)."""
+    try:
+        return subprocess.run(  # noqa: S603 - fixed git arguments, a checked commit
+            ["git", *arguments],  # noqa: S607 - git from PATH, as a developer runs it
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=GIT_TIMEOUT_S,
+        )
+    except (OSError, subprocess.SubprocessError) as error:
+        raise MergeError(f"cannot run git in {repo}: {error}") from None
+
+
+def code_trees(commit: str, repo: Path = REPO_ROOT) -> dict[str, str]:
+    """The git object of each path of `CODE_UNDER_TEST` at `commit` in `repo`."""
+    if not COMMIT.fullmatch(commit):
+        raise MergeError(f"{commit!r} is not a full commit hash")
+    if _git(repo, "cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+        raise MergeError(f"commit {commit[:12]} is not in {repo}")
+    trees = {}
+    for path in CODE_UNDER_TEST:
+        found = _git(repo, "rev-parse", "--verify", "--quiet", f"{commit}:{path}")
+        trees[path] = found.stdout.strip() if found.returncode == 0 else ABSENT
+    return trees
+
+
+def _code_of(folder: Path, document: dict[str, Any], repo: Path) -> dict[str, str]:
+    """A piece's code under test, or a `MergeError` saying why it is unknown."""
+    commit = document.get("git_commit")
+    if not isinstance(commit, str) or not commit:
+        raise MergeError(f"{folder}: the report names no commit")
+    if document.get("git_dirty") is not False:
+        raise MergeError(f"{folder}: ran on a tree with uncommitted changes")
+    return code_trees(commit, repo)
+
+
+def _same_code(
+    pieces: Sequence[tuple[Path, dict[str, Any]]], repo: Path, *, mixed: bool
+) -> dict[str, Any]:
+    """Check the pieces ran one version of the code under test on one crate."""
+    problems: list[str] = []
+    first_folder, first = pieces[0]
+    problems.extend(
+        f"{folder}: {key} {document.get(key)!r} differs from "
+        f"{first.get(key)!r} in {first_folder}"
+        for folder, document in pieces[1:]
+        for key in CRATE_KEYS
+        if document.get(key) != first.get(key)
+    )
+    trees: dict[str, dict[str, str]] = {}
+    for folder, document in pieces:
+        try:
+            trees[str(folder)] = _code_of(folder, document, repo)
+        except MergeError as error:
+            problems.append(str(error))
+    versions = {json.dumps(tree, sort_keys=True) for tree in trees.values()}
+    if len(versions) > 1:
+        reference_folder, reference = next(iter(trees.items()))
+        for name, tree in trees.items():
+            changed = sorted(p for p in CODE_UNDER_TEST if tree[p] != reference[p])
+            if changed:
+                problems.append(
+                    f"{name}: {', '.join(changed)} differ from {reference_folder}"
+                )
+    if problems and not mixed:
+        raise MergeError(
+            f"pieces ran different code under test: {problems[0]} "
+            "(--mixed-code merges them anyway)"
+        )
+    return {
+        "one_version": not problems,
+        "paths": list(CODE_UNDER_TEST),
+        "trees": next(iter(trees.values())) if not problems else None,
+        "problems": problems,
+    }
+
+
+def merge(
+    folders: Sequence[Path], *, repo: Path = REPO_ROOT, mixed_code: bool = False
+) -> dict[str, Any]:
+    """The merged report of the pieces in `folders`.
+
+    Raises `MergeError` for pieces that measured different things, and for
+    pieces that ran different code under test unless `mixed_code`.
+    """
     if not folders:
         raise MergeError("merge needs at least one soak folder")
     pieces = [(folder, read_piece(folder)) for folder in folders]
     first = pieces[0][1]["settings"]
     seen: dict[int, Path] = {}
+    code = _same_code(pieces, repo, mixed=mixed_code)
     state = Soak(settings={key: first[key] for key in SAME})
     sources = []
     for folder, document in pieces:
@@ -105,8 +217,11 @@ def merge(folders: Sequence[Path]) -> dict[str, Any]:
     document["wall_seconds"] = round(sum(s["wall_seconds"] or 0 for s in sources), 1)
     document["settings"]["jobs"] = "/".join(str(s["jobs"]) for s in sources)
     document["merged_from"] = sources
+    document["code_under_test"] = code
     for key in ("git_commit", "git_dirty"):
         document.pop(key)
+    for key in CRATE_KEYS:
+        document[key] = pieces[0][1].get(key) if code["one_version"] else None
     return document
 
 
@@ -115,9 +230,10 @@ def main(argv: Sequence[str]) -> int:
     parser = OneLineParser(prog=f"python -m {command.PROG} merge")
     parser.add_argument("folders", type=Path, nargs="+")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--mixed-code", action="store_true")
     try:
         arguments = parser.parse_args(argv)
-        document = merge(arguments.folders)
+        document = merge(arguments.folders, mixed_code=arguments.mixed_code)
     except UsageError as error:
         print(f"{command.PROG}: merge: {error}", file=sys.stderr)
         return command.EXIT_USAGE
@@ -128,6 +244,14 @@ def main(argv: Sequence[str]) -> int:
     command.write_report(out, document)
     for line in command.summary(document):
         print(line)
+    code = document["code_under_test"]
+    commits = sorted(
+        {str(piece["git_commit"])[:7] for piece in document["merged_from"]}
+    )
+    if code["one_version"]:
+        print(f"code under test: one version (commits {', '.join(commits)})")
+    else:
+        print(f"code under test: MIXED -- {'; '.join(code['problems'])}")
     print(f"report: {out / command.REPORT_FILE}")
     clean = document["false_alarms"] == 0 and document["flaky"] == 0
     return command.EXIT_CLEAN if clean else command.EXIT_ALARM
