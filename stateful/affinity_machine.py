@@ -428,21 +428,23 @@ class AffinityMachine(DifferentialMachine):
             if isinstance(entry, Binding) and not state.is_expired(entry)
         ]
 
-    def has_expired(self) -> bool:
-        """Some binding has expired and is not collected yet."""
-        return bool(self._expired_sessions())
-
-    @precondition(has_expired)
-    @rule(data=st.data(), bind_to=targets)
+    @rule(data=st.data(), bind_to=targets, dispatched=targets)
     def replica_for_an_expired_session(
-        self, data: st.DataObject, bind_to: Target
+        self, data: st.DataObject, bind_to: Target, dispatched: Target
     ) -> None:
-        """Even an older replica update revives an expired binding (G.8), alike."""
-        session_id = data.draw(st.sampled_from(self._expired_sessions()), label="id")
-        self._run(
-            "replica_for_an_expired_session",
-            ApplyReplica(session_id, bind_to, Version(0, 0)),
-        )
+        """Even an older replica update revives an expired binding (G.8), alike.
+
+        Self-contained, so it runs in every program: an expired binding lives
+        only until the reaper or an advance collects it, so with none at hand
+        a vacant id is bound, released and left to reach its deadline first.
+        """
+        rule_name = "replica_for_an_expired_session"
+        if not self._expired_sessions():
+            self._expire_a_vacant_binding(rule_name, data, dispatched)
+        expired = self._expired_sessions()
+        if expired:
+            session_id = data.draw(st.sampled_from(expired), label="id")
+            self._run(rule_name, ApplyReplica(session_id, bind_to, Version(0, 0)))
 
     @precondition(has_initializing)
     @rule(data=st.data(), bind_to=targets)

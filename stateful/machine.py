@@ -133,5 +133,8 @@ def run_and_check(
     ]
     problems += [f"property never exercised non-vacuously: {name}" for name in vacuous]
     assert not problems, "; ".join(problems)
-    assert set() == set(rules) - machine.rules_run
-    assert machine.steps_run >= STEPS_MIN
+    never_run = sorted(set(rules) - machine.rules_run)
+    assert not never_run, f"rules never run: {', '.join(never_run)}"
+    assert machine.steps_run >= STEPS_MIN, (
+        f"only {machine.steps_run} steps ran (at least {STEPS_MIN} wanted)"
+    )

@@ -104,7 +104,9 @@ RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
     "request_turn": frozenset({Acquire, Commit, Release}),
     "reuse_consumed_handle": frozenset({Commit, Abort, Release}),
     "replica_for_a_bound_session": frozenset({ApplyReplica}),
-    "replica_for_an_expired_session": frozenset({ApplyReplica}),
+    "replica_for_an_expired_session": frozenset(
+        {Acquire, Commit, Release, Advance, ApplyReplica}
+    ),
     "replica_during_initialization": frozenset({ApplyReplica}),
     "release_after_a_replica_refresh": frozenset({ApplyReplica, Release}),
     "new_session_against_uncollected_expiry": frozenset(
