@@ -113,15 +113,6 @@ def profile_specs(draw: st.DrawFn) -> ProfileSpec:
     return ProfileSpec(synthetic_profile(policy), text, "other", policy)
 
 
-def _limit_of(config: ClassConfig, kind: LimitKind) -> int | None:
-    """A class's per-worker limit of one kind (None: unlimited)."""
-    return {
-        "requests": config.request_queue_limit_per_worker,
-        "raw_isl_tokens": config.raw_isl_token_queue_limit_per_worker,
-        "cached_tokens": config.cached_token_queue_limit_per_worker,
-    }[kind]
-
-
 # ---- the machine -----------------------------------------------------------------
 
 
@@ -324,16 +315,16 @@ class QueueMachine(DifferentialMachine):
         eligible = [
             index
             for index, config in enumerate(self.model.state.configs)
-            if _limit_of(config, kind) is not None
+            if config.limit_per_worker(kind) is not None
             and all(
-                _limit_of(config, earlier) is None
+                config.limit_per_worker(earlier) is None
                 for earlier in LIMIT_KINDS[: LIMIT_KINDS.index(kind)]
             )
         ]
         if not eligible:
             return
         class_index = data.draw(st.sampled_from(eligible), label="class")
-        limit = _limit_of(self.model.state.configs[class_index], kind)
+        limit = self.model.state.configs[class_index].limit_per_worker(kind)
         assert limit is not None
         tokens = 1 if kind == "requests" else limit + 1
         cached = tokens if kind == "cached_tokens" else 0
