@@ -15,7 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from ci.soak.command import SeedRun, Soak, TargetRun, report, write_report
+from ci.soak.command import (
+    SeedRun,
+    Soak,
+    TargetRun,
+    report,
+    seed_ranges,
+    summary,
+    write_report,
+)
 from ci.soak.merge import MergeError, main, merge
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -133,10 +141,27 @@ def test_pieces_merge_into_the_report_of_one_run(tmp_path: Path) -> None:
         "seconds_per_seed"
     ]
     assert ["1-2", "3-5"] == [piece["seeds"] for piece in merged["merged_from"]]
+    assert ["1-5"] == merged["seed_ranges"]
     assert 1 == main(
         [str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "out")]
     )
     assert (tmp_path / "out" / "report.json").is_file()
+
+
+def test_a_merge_names_the_seeds_it_is_missing(tmp_path: Path) -> None:
+    """Pieces 1-2 and 5-6 cover two ranges; the report and summary show the gap."""
+    merged = merge(
+        [_piece(tmp_path / "a", range(1, 3)), _piece(tmp_path / "b", range(5, 7))]
+    )
+
+    assert ["1-2", "5-6"] == merged["seed_ranges"]
+    assert "seeds: 4 (1-2, 5-6)  false alarms: 0  flaky: 0" == summary(merged)[0]
+
+
+def test_seed_ranges_are_sorted_runs_without_a_gap() -> None:
+    """Unordered, repeated seeds fold into sorted ranges; no seed is no range."""
+    assert ["1-3", "5-5", "9-10"] == seed_ranges([10, 2, 5, 1, 3, 9, 2])
+    assert [] == seed_ranges([])
 
 
 def test_pieces_that_measured_different_things_do_not_merge(

@@ -35,7 +35,7 @@ import statistics
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -200,6 +200,17 @@ def _seed_of(run: SeedRun) -> int:
     return run.seed
 
 
+def seed_ranges(seeds: Iterable[int]) -> list[str]:
+    """The seeds as sorted runs without a gap: 1, 2, 3, 5 is `["1-3", "5-5"]`."""
+    ranges: list[list[int]] = []
+    for seed in sorted(set(seeds)):
+        if ranges and ranges[-1][1] + 1 == seed:
+            ranges[-1][1] = seed
+        else:
+            ranges.append([seed, seed])
+    return [f"{first}-{last}" for first, last in ranges]
+
+
 def seed_row(run: SeedRun) -> dict[str, Any]:
     """One seed's row of the report: enough to recompute every figure."""
     return {
@@ -252,6 +263,7 @@ def report(soak: Soak, *, complete: bool) -> dict[str, Any]:
         "complete": complete,
         "settings": soak.settings,
         "seeds_run": len(soak.seeds),
+        "seed_ranges": seed_ranges(seed.seed for seed in soak.seeds),
         "false_alarms": len(alarms),
         "false_alarm_seeds": sorted({seed for seed, _ in alarms}),
         "counterexamples": sum(run.counterexample for _, run in alarms),
@@ -297,7 +309,8 @@ def summary(document: dict[str, Any]) -> list[str]:
     per_seed = document["seconds_per_seed"]
     lines = [
         (
-            f"seeds: {document['seeds_run']}  false alarms: "
+            f"seeds: {document['seeds_run']} "
+            f"({', '.join(document['seed_ranges']) or 'none'})  false alarms: "
             f"{document['false_alarms']}  flaky: {document['flaky']}"
         ),
         (
