@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -81,7 +82,7 @@ def _head(repo: Path = REPO_ROOT) -> str:
 
 def _piece(
     folder: Path,
-    seeds: range,
+    seeds: Sequence[int],
     *,
     examples: int = 400,
     commit: str | None = None,
@@ -98,7 +99,7 @@ def _piece(
             "max_examples": examples,
             "stateful_step_count": 60,
             "targets": {"queue": "stateful/test_queue_machine.py::t"},
-            "first_seed": seeds.start,
+            "first_seed": seeds[0],
             "seeds": len(seeds),
             "jobs": 1,
         }
@@ -155,6 +156,9 @@ def test_a_merge_names_the_seeds_it_is_missing(tmp_path: Path) -> None:
     )
 
     assert ["1-2", "5-6"] == merged["seed_ranges"]
+    assert ["1-2", "5-6"] == [piece["seeds"] for piece in merged["merged_from"]]
+    gapped = merge([_piece(tmp_path / "c", [1, 2, 4])])
+    assert ["1-2, 4-4"] == [piece["seeds"] for piece in gapped["merged_from"]]
     assert "seeds: 4 (1-2, 5-6)  false alarms: 0  flaky: 0" == summary(merged)[0]
 
 

@@ -201,13 +201,12 @@ def merge(
             seen[run.seed] = folder
         state.seeds.extend(runs)
         state.rechecks.extend(rechecks)
-        seeds = sorted(run.seed for run in runs)
         sources.append(
             {
                 "folder": str(folder),
                 "git_commit": document.get("git_commit"),
-                "seeds": f"{seeds[0]}-{seeds[-1]}" if seeds else "",
-                "seeds_run": len(seeds),
+                "seeds": ", ".join(command.seed_ranges(run.seed for run in runs)),
+                "seeds_run": len(runs),
                 "complete": document.get("complete"),
                 "jobs": settings.get("jobs"),
                 "wall_seconds": document.get("wall_seconds"),
