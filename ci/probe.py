@@ -8,7 +8,7 @@
 The probe itself is `impl/probe.py`; the recorded answers in `ci/targets/` are
 what the suite printed for each target it was gated against (the pinned crate
 and the reconstructed upstream trees); `--table` renders them with the same
-generator as the README's "Probed capabilities" table.
+generator as the "Probed capabilities" table in docs/capabilities.md.
 """
 
 from __future__ import annotations

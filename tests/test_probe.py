@@ -4,7 +4,7 @@
 for every target it was gated against (`ci/targets/`) and synthetic answers for
 schedules no target has shown yet. The installed extension's own answers must
 equal the recorded ones for its target (the pinned crate in CI), so the probed
-table in the README fails this test when the crate's behaviour departs from it.
+table in docs/capabilities.md fails this test when the crate's behaviour departs from it.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from impl import adapter
 from impl.probe import CLEANUP_SCHEDULES, ProbeAnswers, decide, observe
 
 REPO = Path(__file__).resolve().parent.parent
-README = REPO / "README.md"
+CAPABILITIES = REPO / "docs" / "capabilities.md"
 
 MANUAL_TREE = ProbeAnswers(
     crate_version="1.6.1",
@@ -124,8 +124,8 @@ def test_every_recorded_target_decides_a_full_table(name: str) -> None:
 
 
 def test_the_readme_shows_the_recorded_targets_table() -> None:
-    """README.md embeds exactly what `python -m ci.probe --table` prints."""
-    assert probe_cli.table_markdown(probe_cli.recorded()) in README.read_text(
+    """docs/capabilities.md embeds exactly what `python -m ci.probe --table` prints."""
+    assert probe_cli.table_markdown(probe_cli.recorded()) in CAPABILITIES.read_text(
         encoding="utf-8"
     )
 

@@ -386,7 +386,7 @@ did with it:
   the corpus traces.
 
 Start with the least exercised properties below: they are where a green run
-says least. The README section "Evidence for auditors" explains the numbers.
+says least. docs/evidence.md ("Evidence for auditors") explains the numbers.
 """
 
 
