@@ -566,6 +566,43 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
         ),
     ),
     Scenario(
+        name="finding_a_bound_hold_publishes_a_version_its_table_no_longer_holds",
+        description=(
+            "A finding (docs/findings.md, F2), on one table: a second request "
+            "holds the binding s -> worker 1 at version (1, 1); a replica "
+            "update at the newer version (1, 2) moves the binding to worker 2 "
+            "while the hold is out; committing the hold then publishes "
+            "(worker 1, (1, 1)), a version the table no longer holds "
+            "(affinity.rs:477-493 via AffinityLease::publish, 842-846), where "
+            "a release of such a lease publishes nothing (914-916). A replica "
+            "that missed the newer update installs the superseded binding."
+        ),
+        config=TTL_10_S,
+        session_pool=("s",),
+        steps=(
+            Do(EnableReplication(1), returns=True),
+            Do(Acquire("s"), returns=Initialize(1)),
+            Do(
+                Commit(1, _t(1)),
+                returns=2,
+                published=(Published("s", _t(1), Version(1, 1)),),
+            ),
+            Do(Acquire("s"), returns=Bound(3, _t(1)), leases={"s": 2}),
+            Do(
+                ApplyReplica("s", _t(2), Version(1, 2)),
+                returns=ReplicaOutcome.REPLACED_NEWER,
+                leases={"s": 2},
+                comment="the binding moves to worker 2 while the hold is out",
+            ),
+            Do(
+                Commit(3, _t(1)),
+                published=(Published("s", _t(1), Version(1, 1)),),
+                comment="publishes the superseded binding",
+            ),
+            Do(Query("s"), returns=_t(2), comment="the table itself routes to 2"),
+        ),
+    ),
+    Scenario(
         name="replica_updates_meet_an_initialization_and_a_repeated_binding",
         description=(
             "A replica update for a session that is still initializing is "
