@@ -36,7 +36,14 @@ from typing import Final, Literal
 
 from hypothesis import strategies as st
 
-from model.affinity.history import Census, Event, History, ThreadOp, ThreadOpKind
+from model.affinity.history import (
+    INSTANT_END,
+    Census,
+    Event,
+    History,
+    ThreadOp,
+    ThreadOpKind,
+)
 from model.affinity.ops import (
     Abort,
     Advance,
@@ -77,6 +84,12 @@ CRATE_REPLICA_APPLY: Final[ReplicaApply] = "observe_first"
 """What the pinned crate does (see the module docstring)."""
 
 
+PART_STEP: Final[dict[Part, int]] = {"clock": 0, "observe": 0, "reap": 1, "call": 1}
+"""The order of the parts of one call, which share its instants."""
+PENDING_RETURNED: Final[int] = INSTANT_END
+"""A pending call's response, later than every instant a history can hold."""
+
+
 class OutOfDomainError(ValueError):
     """The history does something the specification does not describe."""
 
@@ -100,8 +113,13 @@ class Action:
 
     @property
     def returned(self) -> int:
-        """When the call returned."""
-        return self.event.returned
+        """When the call returned; a pending call returns after every instant."""
+        return PENDING_RETURNED if self.event.pending else self.event.returned
+
+    @property
+    def step(self) -> int:
+        """The clock before the reap, a replica's observation before its entry."""
+        return PART_STEP[self.part]
 
 
 def actions_of(

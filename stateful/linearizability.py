@@ -50,7 +50,12 @@ class Timed(Protocol):
 
     @property
     def returned(self) -> int:
-        """The instant it responded."""
+        """The instant it responded (later than any instant, for a pending call)."""
+        ...
+
+    @property
+    def step(self) -> int:
+        """Its place among the actions of one call invoked at the same instant."""
         ...
 
 
@@ -95,13 +100,17 @@ class Verdict(Generic[A]):
 
 
 def lanes_of(actions: Sequence[A]) -> tuple[tuple[A, ...], ...]:
-    """Each thread's actions in its own order (by invocation), threads sorted."""
+    """Each thread's actions in its own order, threads sorted.
+
+    The order is by invocation, then by `step` for the parts of one call (an
+    advance's clock before its reap): the key says so, no stable sort is relied on.
+    """
     threads = sorted({action.thread for action in actions})
     return tuple(
         tuple(
             sorted(
                 (action for action in actions if action.thread == thread),
-                key=lambda action: action.invoked,
+                key=lambda action: (action.invoked, action.step),
             )
         )
         for thread in threads

@@ -43,6 +43,7 @@ from stateful.concurrent_affinity import (
     verdict,
 )
 from stateful.concurrent_runs import check_scenarios
+from stateful.linearizability import lanes_of
 from tests.command_support import run_module
 
 CONFIG = AffinityConfig(ttl_ns=1_000_000_000, max_entries=4)
@@ -210,6 +211,14 @@ def test_a_history_file_round_trips_byte_for_byte(tmp_path: Path) -> None:
             "returned before",
         ),
         (lambda text: text.replace('"observe_first"', '"eventual"'), "unknown reading"),
+        (lambda text: text.replace('"thread": 1', '"thread": 0'), "overlap"),
+        (
+            lambda text: text.replace('"returned": 3', f'"returned": {2**64}'),
+            "outside the driver's u64 counter",
+        ),
+        (lambda text: text.replace('"invoked": 1', '"invoked": -1'), "outside"),
+        (lambda text: text.replace('"threads": 2', '"threads": 0'), "outside 1..64"),
+        (lambda text: text.replace('"threads": 2', '"threads": 65'), "outside 1..64"),
     ],
 )
 def test_a_malformed_history_is_refused_in_one_line(
@@ -226,6 +235,39 @@ def test_a_malformed_history_is_refused_in_one_line(
     done = run_module("ci.replay", str(path), timeout_s=REPLAY_TIMEOUT_S)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def test_a_call_after_a_pending_call_on_its_thread_is_refused(tmp_path: Path) -> None:
+    """A pending call never returned: its thread cannot have called again."""
+    run = history_of(
+        call(0, 0, 1, Acquire("s0"), Initialize(1)),
+        replace(call(0, 2, 3, Commit(1, Target(1)), 2), pending=True),
+        call(0, 4, 5, Query("s0"), Target(1)),
+    )
+    path = history_files.save(history_files.record(run, "x"), tmp_path / "h.json")
+    with pytest.raises(TraceError, match="a call follows a pending call"):
+        history_files.load(path)
+    done = run_module("ci.replay", str(path), timeout_s=REPLAY_TIMEOUT_S)
+    assert (done.returncode, len(done.stderr.strip().splitlines())) == (2, 1)
+
+
+def test_a_pending_call_returns_at_infinity_whatever_its_file_says() -> None:
+    """An early `returned` on a pending call orders nothing after it."""
+    run = history_of(
+        call(0, 0, 1, Acquire("s0"), Initialize(1)),
+        replace(call(0, 2, 3, Commit(1, Target(1)), 2), pending=True),
+        call(1, 5, 6, Query("s0"), None),
+    )
+    assert verdict(run).linearizable, "the commit may not have taken effect"
+    done = replace(run, events=tuple(replace(e, pending=False) for e in run.events))
+    assert not verdict(done).linearizable, "returned at 3, it precedes the query"
+
+
+def test_split_actions_keep_their_order_whatever_the_input_order() -> None:
+    """An advance's clock precedes its reap by the lane key, not by a stable sort."""
+    run = history_of(call(0, 0, 1, Advance(CONFIG.ttl_ns), None))
+    actions = actions_of(run)
+    assert [a.part for a in lanes_of(tuple(reversed(actions)))[0]] == ["clock", "reap"]
 
 
 def test_a_history_replays_without_canary_or_rust(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ verdict with the recorded one.
 
 from __future__ import annotations
 
+import itertools
 import typing
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,7 @@ from ci.replay.envelope import (
     suite_version,
     write_header,
 )
-from model.affinity.history import Census, Event, History
+from model.affinity.history import INSTANT_END, THREADS_MAX, Census, Event, History
 from stateful.concurrent_affinity import (
     CRATE_REPLICA_APPLY,
     ReplicaApply,
@@ -151,6 +152,32 @@ def _decode_census(value: object, where: str) -> Census:
     )
 
 
+def _instant(value: object, where: str) -> int:
+    instant = expect_int(value, where)
+    if not 0 <= instant < INSTANT_END:
+        raise TraceError(where, f"{instant} is outside the driver's u64 counter")
+    return instant
+
+
+def _check_threads(events: list[Event]) -> None:
+    """Each thread called one at a time, in program order, ending at a pending call.
+
+    A pending call returns at infinity, so nothing can follow it on its thread.
+    """
+    for thread in sorted({event.thread for event in events}):
+        calls = sorted(
+            (e for e in events if e.thread == thread), key=lambda e: e.invoked
+        )
+        for earlier, later in itertools.pairwise(calls):
+            where = f"thread {thread}: program steps {earlier.index} and {later.index}"
+            if earlier.pending:
+                raise TraceError(where, "a call follows a pending call")
+            if later.invoked <= earlier.returned:
+                raise TraceError(where, "calls on one thread overlap")
+            if later.index <= earlier.index:
+                raise TraceError(where, "calls are out of program order")
+
+
 def decode(document: object) -> HistoryFile:
     """A strict decode: a `TraceError` names the place and the problem."""
     header = read_header(document, SUBJECT_KEYS)
@@ -158,6 +185,8 @@ def decode(document: object) -> HistoryFile:
         raise TraceError("subject", f"expected {SUBJECT!r}, got {header.subject!r}")
     assert isinstance(document, dict)
     threads = expect_int(document["threads"], "threads")
+    if not 1 <= threads <= THREADS_MAX:
+        raise TraceError("threads", f"{threads} is outside 1..{THREADS_MAX}")
     reading = expect_str(document["replica_apply"], "replica_apply")
     if reading not in READINGS:
         known = ", ".join(READINGS)
@@ -168,8 +197,8 @@ def decode(document: object) -> HistoryFile:
         thread = expect_int(step["thread"], f"{at}: thread")
         if not 0 <= thread < threads:
             raise TraceError(f"{at}: thread", f"{thread} is not one of {threads}")
-        invoked = expect_int(step["invoked"], f"{at}: invoked")
-        returned = expect_int(step["returned"], f"{at}: returned")
+        invoked = _instant(step["invoked"], f"{at}: invoked")
+        returned = _instant(step["returned"], f"{at}: returned")
         if returned < invoked:
             raise TraceError(at, "returned before it was invoked")
         events.append(
@@ -183,6 +212,7 @@ def decode(document: object) -> HistoryFile:
                 pending=expect_bool(step.get("pending", False), f"{at}: pending"),
             )
         )
+    _check_threads(events)
     history = History(
         config=decode_config(document["config"]),
         threads=threads,

@@ -11,10 +11,15 @@ model's. Calls and results reuse the vocabulary of `model.affinity.ops`.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from model.affinity.ops import Op, Outcome
 from model.affinity.types import AffinityConfig, Target, Version
+
+INSTANT_END: Final[int] = 2**64
+"""Instants are values of the driver's shared `u64` counter: below this."""
+THREADS_MAX: Final[int] = 64
+"""The driver runs 1 to 64 threads."""
 
 ThreadOpKind = Literal[
     "acquire",
@@ -60,7 +65,7 @@ class Event:
 
     def precedes(self, other: Event) -> bool:
         """Real-time order: this call returned before `other` was invoked."""
-        return self.returned < other.invoked
+        return not self.pending and self.returned < other.invoked
 
 
 @dataclass(frozen=True)
