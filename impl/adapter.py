@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Final
 
 from impl import _native
@@ -121,6 +122,15 @@ def _new_table(config: AffinityConfig, *, manual: bool) -> _native.RuntimeAffini
     if manual:
         return _native.RuntimeAffinityTable.manual(*fields, config.instant_range_ns)
     return _native.RuntimeAffinityTable(*fields)
+
+
+@dataclass(frozen=True)
+class SinkRead:
+    """What a sink that calls back into its table read inside one `publish`."""
+
+    session_id: str
+    target: Target | None
+    leases: int | None
 
 
 class NativeAffinity:
@@ -253,6 +263,26 @@ class NativeAffinity:
                 version=Version(sequence=_sequence_in(sequence), writer=writer),
             )
             for session_id, target, (sequence, writer) in self._table.drain_published()
+        ]
+
+    def enable_replication_reading(self, writer_id: int) -> bool:
+        """Replication with a sink that reads the session back inside `publish`.
+
+        A user's `AffinityReplicaSink` may call into the table it is installed
+        on; a crate that publishes while holding the session's entry deadlocks.
+        """
+        with _translated():
+            return self._table.enable_replication_reading(writer_id)
+
+    def drain_sink_reads(self) -> list[SinkRead]:
+        """What the reading sink saw inside each `publish`, in order."""
+        return [
+            SinkRead(
+                session_id=session_id,
+                target=None if target is None else _target_in(target),
+                leases=leases,
+            )
+            for session_id, target, leases in self._table.drain_sink_reads()
         ]
 
     def entry_count(self) -> int:

@@ -65,10 +65,22 @@ fn to_py_error(error: CrateError) -> PyErr {
     }
 }
 
+/// What a reading sink saw of the table from inside `publish`: the session,
+/// its `query_target` and its `lease_count` at that moment.
+type SinkRead = (String, Option<PyTarget>, Option<usize>);
+
 /// Records every publication so Python can drain them in order.
+///
+/// With a reader set (`enable_replication_reading`), the sink is a user's sink
+/// that calls back into the table: on the publishing thread, inside `publish`,
+/// it reads the session's target and lease count. A crate that publishes while
+/// it still holds the session's entry deadlocks here; the suite's time limit
+/// per test (and per mutant) turns that into a failure.
 #[derive(Default)]
 struct RecordingSink {
     published: Mutex<Vec<Published>>,
+    reader: Mutex<Option<WeakSessionAffinity>>,
+    reads: Mutex<Vec<SinkRead>>,
 }
 
 impl AffinityReplicaSink for RecordingSink {
@@ -78,6 +90,19 @@ impl AffinityReplicaSink for RecordingSink {
             from_target(target),
             (version.sequence, version.writer_id),
         ));
+        let reader = self.reader.lock().expect("sink poisoned").clone();
+        if let Some(table) = reader.and_then(|weak| weak.upgrade()) {
+            let seen = table
+                .query_target(session_id, None)
+                .ok()
+                .flatten()
+                .map(from_target);
+            let leases = table.lease_count(session_id);
+            self.reads
+                .lock()
+                .expect("sink poisoned")
+                .push((session_id.to_string(), seen, leases));
+        }
     }
 }
 
@@ -587,6 +612,23 @@ impl RuntimeAffinityTable {
     /// Everything the sink received since the last drain, in order.
     fn drain_published(&self) -> Vec<Published> {
         std::mem::take(&mut *self.sink.published.lock().expect("sink poisoned"))
+    }
+
+    /// `enable_replication(writer_id, sink)` with a sink that, inside every
+    /// `publish`, reads the session back from the table (through a weak
+    /// reference, so the sink keeps no table alive).
+    fn enable_replication_reading(&self, writer_id: u64) -> PyResult<bool> {
+        guard(|| {
+            let table = self.table()?;
+            *self.sink.reader.lock().expect("sink poisoned") = Some(table.downgrade());
+            let sink: Arc<dyn AffinityReplicaSink> = self.sink.clone();
+            Ok(table.enable_replication(writer_id, sink))
+        })
+    }
+
+    /// What the reading sink saw since the last drain, one per publication.
+    fn drain_sink_reads(&self) -> Vec<SinkRead> {
+        std::mem::take(&mut *self.sink.reads.lock().expect("sink poisoned"))
     }
 
     /// `SessionAffinity::entry_count()` (feature `testing`).
