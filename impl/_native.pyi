@@ -85,6 +85,7 @@ _Worker: TypeAlias = tuple[int, int]
 _Item: TypeAlias = tuple[int, int, _Worker | None, int, int, int, int]
 
 class PolicyQueueTable:
+    def entries_equal(self) -> list[list[bool]]: ...
     @staticmethod
     def from_yaml(
         yaml: str,

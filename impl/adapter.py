@@ -758,6 +758,14 @@ class NativePolicyQueue:
             raw_items = self._table.entries()
         return sorted((_item_in(raw) for raw in raw_items), key=QueuedItem.sort_key)
 
+    def entries_equal(self) -> list[list[bool]]:
+        """The crate's `==` between every pair of queued entries.
+
+        Rows and columns follow one order: the binding's sort of `entries()`.
+        """
+        with _queue_errors():
+            return [[bool(cell) for cell in row] for row in self._table.entries_equal()]
+
     def drain(self) -> list[QueuedItem]:
         """`PolicyQueue::drain()`, sorted; the table is consumed."""
         with _queue_errors():

@@ -4,7 +4,8 @@
 for every target it was gated against (`ci/targets/`) and synthetic answers for
 schedules no target has shown yet. The installed extension's own answers must
 equal the recorded ones for its target (the pinned crate in CI), so the probed
-table in docs/capabilities.md fails this test when the crate's behaviour departs from it.
+table in docs/capabilities.md fails this test when the crate's behaviour departs
+from it.
 """
 
 from __future__ import annotations

@@ -209,7 +209,9 @@ FAILURES_EXAMPLE = re.compile(
 
 def test_the_readme_shows_the_canary_counterexample_as_exported() -> None:
     """The example in docs/failures.md is today's export of the trace it names."""
-    found = FAILURES_EXAMPLE.search((REPO / "docs" / "failures.md").read_text(encoding="utf-8"))
+    found = FAILURES_EXAMPLE.search(
+        (REPO / "docs" / "failures.md").read_text(encoding="utf-8")
+    )
     assert found is not None
 
     assert _export(REPO / found.group("trace")) == found.group("code")

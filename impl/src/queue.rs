@@ -331,6 +331,21 @@ impl PolicyQueueTable {
         guard(|| Ok(sorted_items(self.queue()?.entries())))
     }
 
+    /// `PartialEq for PolicyQueueEntry` over every pair of `entries()`, both
+    /// taken in the order `entries` reports them: `[i][j]` is `e_i == e_j`.
+    /// Entries are public and reach callers (a scheduler keeps them in its own
+    /// collections), so their equality is part of what a caller can observe.
+    fn entries_equal(&self) -> PyResult<Vec<Vec<bool>>> {
+        guard(|| {
+            let mut entries: Vec<&PolicyQueueEntry<Ticket>> = self.queue()?.entries().collect();
+            entries.sort_unstable_by_key(|entry| item(entry));
+            Ok(entries
+                .iter()
+                .map(|left| entries.iter().map(|right| *left == *right).collect())
+                .collect())
+        })
+    }
+
     /// `PolicyQueue::drain(self)`, sorted; the table is consumed afterwards.
     fn drain(&mut self) -> PyResult<Vec<PyItem>> {
         guard(|| {
