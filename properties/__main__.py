@@ -83,10 +83,8 @@ def markdown(crate: Path | None = None) -> str:
             "(`cargo fetch --manifest-path impl/Cargo.toml` downloads it)"
         )
     lines = [_HEADER.format(crate=f"{CRATE_NAME}-{version}")]
-    for subject in ("affinity", "queue", "replica"):
+    for subject in sorted({prop.subject for prop in properties()}):
         rows = properties(subject=subject)
-        if not rows:
-            continue
         lines += [
             f"## {subject}",
             "",

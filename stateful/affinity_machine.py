@@ -59,7 +59,7 @@ from model.affinity.types import (
     Wait,
 )
 from properties.affinity.coverage import next_cleanup_ns
-from stateful.affinity_subject import AffinityHarness, SutFactory
+from stateful.affinity_subject import AffinityHarness, AffinitySubject, SutFactory
 from stateful.machine import DifferentialMachine
 
 SESSION_POOL = ("a", "b", "c", "ßß", "ßßß", "x" * 300)
@@ -115,7 +115,7 @@ def _next_tick_ns(state: AffinityState) -> int:
 class AffinityMachine(DifferentialMachine):
     """Model vs system under test, step by step."""
 
-    subject = "affinity"
+    subject = AffinitySubject
     factory: ClassVar[SutFactory | None] = None
 
     def _harness(self) -> AffinityHarness:

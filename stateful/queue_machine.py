@@ -44,6 +44,7 @@ from stateful.queue_subject import (
     ProfileSpec,
     QueueFactory,
     QueueHarness,
+    QueueSubject,
     indented,
     profile_yaml,
     request,
@@ -119,7 +120,7 @@ def profile_specs(draw: st.DrawFn) -> ProfileSpec:
 class QueueMachine(DifferentialMachine):
     """Model and system under test side by side, over one profile per run."""
 
-    subject = "queue"
+    subject = QueueSubject
     factory: ClassVar[QueueFactory | None] = None
 
     def __init__(self) -> None:

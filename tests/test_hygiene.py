@@ -157,3 +157,80 @@ def test_no_package_imports_a_package_above_it() -> None:
     )
 
     assert [] == upward
+
+
+# ---- one registry of subjects ---------------------------------------------------
+
+REGISTRY_MODULE = ROOT / "ci" / "subjects.py"
+
+
+def _names_a_subject(node: ast.AST, names: frozenset[str]) -> bool:
+    return isinstance(node, ast.Constant) and node.value in names
+
+
+def _about_a_subject(node: ast.AST) -> bool:
+    return "subject" in ast.unparse(node).lower()
+
+
+def subject_name_branches(path: Path, names: frozenset[str]) -> list[str]:
+    """Where `path` branches on a subject's name or keeps a table keyed by it.
+
+    A comparison (`==`, `!=`, `in`) or a `match` case between a subject's
+    name and an expression about a subject, and a dict literal keyed by two
+    or more subject names: each is a place that must change when a subject
+    is added, which the registry exists to prevent.
+    """
+    found: list[str] = []
+    shown = path.relative_to(ROOT) if ROOT in path.parents else path.name
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        where = f"{shown}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(_names_a_subject(o, names) for o in operands) and any(
+                _about_a_subject(o) for o in operands
+            ):
+                found.append(f"{where}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Match) and _about_a_subject(node.subject):
+            for case in node.cases:
+                pattern = case.pattern
+                if isinstance(pattern, ast.MatchValue) and _names_a_subject(
+                    pattern.value, names
+                ):
+                    found.append(f"{where}: case {ast.unparse(pattern)}")
+        elif isinstance(node, ast.Dict):
+            keyed = [key for key in node.keys if key and _names_a_subject(key, names)]
+            if len(keyed) >= 2:
+                found.append(f"{where}: a table keyed by subject names")
+    return found
+
+
+def test_no_module_branches_on_a_subject_name() -> None:
+    """Only `ci/subjects.py` knows the subjects by name; the rest asks it."""
+    from ci import subjects  # noqa: PLC0415 - the registry, only for its names
+
+    names = frozenset(subjects.names())
+    files = sorted(
+        path
+        for package in ("ci", "properties", "stateful")
+        for path in (ROOT / package).rglob("*.py")
+        if path != REGISTRY_MODULE and "artifacts" not in path.parts
+    )
+
+    assert [] == [line for path in files for line in subject_name_branches(path, names)]
+
+
+def test_the_subject_check_sees_a_branch_on_a_name(tmp_path: Path) -> None:
+    """The check above finds a comparison, a case and a table keyed by names."""
+    source = tmp_path / "branches.py"
+    source.write_text(
+        "if subject == 'queue':\n    pass\n"
+        "match header.subject:\n    case 'affinity':\n        pass\n"
+        "KINDS = {'affinity': 1, 'queue': 2}\n"
+        "kind = 'queue' if op.kind == 'replica' else 'affinity'\n",
+        encoding="utf-8",
+    )
+    names = frozenset({"affinity", "queue", "replica"})
+
+    found = subject_name_branches(source, names)
+
+    assert 3 == len(found), found
