@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import importlib
 import re
 import shutil
 import subprocess
@@ -234,3 +235,53 @@ def test_the_subject_check_sees_a_branch_on_a_name(tmp_path: Path) -> None:
     found = subject_name_branches(source, names)
 
     assert 3 == len(found), found
+
+
+# ---- properties state their expectations in their own words ----------------------
+
+
+def model_functions_imported(path: Path) -> list[str]:
+    """The model functions `path` imports (`module.name`); types and data are fine.
+
+    A property that computes its expectation with the model's own function
+    cannot fail on the model, so `properties/` may import the model's classes,
+    type aliases and constants, but nothing callable that is not a type.
+    """
+    found: list[str] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [a.name for a in node.names if a.name.split(".")[0] == "model"]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(
+            "model"
+        ):
+            module = importlib.import_module(node.module or "")
+            for alias in node.names:
+                imported = getattr(module, alias.name)
+                if callable(imported) and not isinstance(imported, type):
+                    found.append(f"{node.module}.{alias.name}")
+    return found
+
+
+def test_properties_import_the_models_types_but_not_its_functions() -> None:
+    """No module under `properties/` imports a function (or module) of `model/`."""
+    found = {
+        str(path.relative_to(ROOT)): model_functions_imported(path)
+        for path in sorted((ROOT / "properties").rglob("*.py"))
+    }
+
+    assert {} == {path: names for path, names in found.items() if names}
+
+
+def test_the_property_check_sees_an_imported_model_function(tmp_path: Path) -> None:
+    """The check above finds a model function, and lets types and constants pass."""
+    source = tmp_path / "asks_the_model.py"
+    source.write_text(
+        "import model.queue.table\n"
+        "from model.queue.table import Entry, best\n"
+        "from model.queue.types import USIZE_MAX\n",
+        encoding="utf-8",
+    )
+
+    assert ["model.queue.table", "model.queue.table.best"] == model_functions_imported(
+        source
+    )
