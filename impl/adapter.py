@@ -359,12 +359,28 @@ def _acquired(name: str, target: _RawTarget | None, new: int | None) -> AcquireS
     return Bound(new, _target_in(target))
 
 
+_HANDLE_CALLS: Final[dict[str, Callable[[int], Op]]] = {
+    "abort": Abort,
+    "release": Release,
+    "invalidate": Invalidate,
+    "poll": PollWaiter,
+}
+"""Recorded calls that name only a handle, by the driver's name for them."""
+
+
 def _call_in(raw_call: _RawCall) -> Op:
-    """The call the driver recorded, in the model's vocabulary."""
+    """The call the driver recorded, in the model's vocabulary.
+
+    A name the driver may record but this adapter cannot read (`drop`, when
+    dropping a handle panicked, says not which of abort, release or
+    invalidate it was) is a `ValueError`, never some other operation.
+    """
     kind, session_id, raw_target, raw_handle, raw_version, now_ns = raw_call
     target = None if raw_target is None else _target_in(raw_target)
     handle = raw_handle or 0
     dispatched = target or Target(0)
+    if kind in _HANDLE_CALLS:
+        return _HANDLE_CALLS[kind](handle)
     match kind:
         case "acquire":
             return Acquire(session_id, target)
@@ -372,22 +388,18 @@ def _call_in(raw_call: _RawCall) -> Op:
             return Join(session_id, dispatched)
         case "commit":
             return Commit(handle, dispatched)
-        case "abort":
-            return Abort(handle)
-        case "release":
-            return Release(handle)
-        case "invalidate":
-            return Invalidate(handle)
-        case "poll":
-            return PollWaiter(handle)
         case "query":
             return Query(session_id, target)
         case "replica":
             sequence, writer = raw_version or (SEQUENCE_OFFSET, 0)
             version = Version(_sequence_in(sequence), writer)
             return ApplyReplica(session_id, dispatched, version)
-        case _:
+        case "advance":
             return Advance(now_ns)
+        case _:
+            raise ValueError(
+                f"the driver recorded a call this adapter cannot read: {kind!r}"
+            )
 
 
 def _event_in(raw_call: _RawCall, raw_result: _RawResult) -> tuple[Op, Outcome]:

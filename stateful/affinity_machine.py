@@ -830,11 +830,6 @@ def manual_clock_machine(reaping: Reaping) -> type[ManualClockMachine]:
     """A `ManualClockMachine` whose tables collect idle bindings per `reaping`."""
 
     class Machine(ManualClockMachine):
-        goals_reached: ClassVar[set[str]] = set()
-        goal_counts: ClassVar[dict[str, int]] = {}
-        steps_run: ClassVar[int] = 0
-        rules_run: ClassVar[set[str]] = set()
-
         @initialize(config=manual_configs(reaping))
         def build(self, config: AffinityConfig) -> None:
             """Build the model and the manual-clock table alike."""
@@ -847,11 +842,6 @@ def manual_clock_machine(reaping: Reaping) -> type[ManualClockMachine]:
 
 class RuntimeClockRefusalMachine(AffinityMachine):
     """The runtime machine, on a target whose crate has `advance_clock`."""
-
-    goals_reached: ClassVar[set[str]] = set()
-    goal_counts: ClassVar[dict[str, int]] = {}
-    steps_run: ClassVar[int] = 0
-    rules_run: ClassVar[set[str]] = set()
 
     @rule(data=st.data())
     def crate_advance_on_a_runtime_table(self, data: st.DataObject) -> None:
