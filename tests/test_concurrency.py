@@ -273,11 +273,11 @@ def test_the_driver_refuses_what_it_cannot_run(
 @pytest.mark.parametrize("kind", ["drop", "?", "Advance"])
 def test_a_recorded_call_the_adapter_cannot_read_is_refused(kind: str) -> None:
     """An unknown recorded call is a ValueError, never read as a clock advance."""
-    from impl import adapter  # noqa: PLC0415 - needs the binding
+    from impl.adapter import concurrent  # noqa: PLC0415 - needs the binding
 
     with pytest.raises(ValueError, match=f"cannot read: {kind!r}"):
-        adapter._call_in((kind, "s0", None, 1, None, 5))
-    assert Advance(5) == adapter._call_in(("advance", "", None, None, None, 5))
+        concurrent._call_in((kind, "s0", None, 1, None, 5))
+    assert Advance(5) == concurrent._call_in(("advance", "", None, None, None, 5))
 
 
 @pytest.mark.native
