@@ -24,8 +24,8 @@ from ci.profiles import selected_profile
 from ci.replay.affinity import record
 from ci.replay.command import EXIT_AGREE, EXIT_USAGE
 from ci.replay.command import main as replay_main
-from ci.replay.rust.affinity import REST, TO_GRID, clock_moves
 from ci.replay.rust.cargo import run_exports
+from ci.replay.rust.clock import REST, TO_GRID, clock_moves
 from ci.replay.rust.emit import (
     Capabilities,
     ExportError,
