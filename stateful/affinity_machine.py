@@ -436,9 +436,7 @@ class AffinityMachine(DifferentialMachine):
         a vacant id is bound, released and left to reach its deadline first.
         """
         rule_name = "replica_for_an_expired_session"
-        if not self._expired_sessions():
-            self._expire_a_vacant_binding(rule_name, data, dispatched)
-        expired = self._expired_sessions()
+        expired = self._an_expired_binding_at_hand(rule_name, data, dispatched)
         if expired:
             session_id = data.draw(st.sampled_from(expired), label="id")
             self._run(rule_name, ApplyReplica(session_id, bind_to, Version(0, 0)))
@@ -493,12 +491,23 @@ class AffinityMachine(DifferentialMachine):
         binding's deadline first (the reaper may collect it on the way, alike).
         """
         rule_name = "new_session_against_uncollected_expiry"
-        if not self._expired_sessions():
-            self._expire_a_vacant_binding(rule_name, data, dispatched)
+        self._an_expired_binding_at_hand(rule_name, data, dispatched)
         candidates = self._vacant_ids() or self._expired_sessions()
         if candidates:
             session_id = data.draw(st.sampled_from(candidates), label="id")
             self._run(rule_name, Acquire(session_id, None))
+
+    def _an_expired_binding_at_hand(
+        self, rule_name: str, data: st.DataObject, dispatched: Target
+    ) -> list[str]:
+        """The expired sessions; with none, one is made first (the rules' preamble).
+
+        Scenario rules that need an expired binding are self-contained: with
+        none at hand they expire a vacant id (`_expire_a_vacant_binding`).
+        """
+        if not self._expired_sessions():
+            self._expire_a_vacant_binding(rule_name, data, dispatched)
+        return self._expired_sessions()
 
     def _expire_a_vacant_binding(
         self, rule_name: str, data: st.DataObject, dispatched: Target
@@ -525,8 +534,7 @@ class AffinityMachine(DifferentialMachine):
         binding: every binding's revision is new (the crate's `next_revision`).
         """
         rule_name = "stale_lease_across_a_revival"
-        if not self._expired_sessions():
-            self._expire_a_vacant_binding(rule_name, data, dispatched)
+        self._an_expired_binding_at_hand(rule_name, data, dispatched)
         vacant = self._vacant_ids()
         if not vacant or not self._expired_sessions():
             return
@@ -559,8 +567,7 @@ class AffinityMachine(DifferentialMachine):
         takes the new binding's lease away.
         """
         rule_name = "leases_across_a_revived_binding"
-        if not self._expired_sessions():
-            self._expire_a_vacant_binding(rule_name, data, dispatched)
+        self._an_expired_binding_at_hand(rule_name, data, dispatched)
         if not self._expired_sessions():
             return
         session_id = data.draw(st.sampled_from(self._expired_sessions()), label="id")
@@ -600,9 +607,7 @@ class AffinityMachine(DifferentialMachine):
             self._run(rule_name, ApplyReplica(session_id, replica_to, Version(0, 0)))
             held = self._run(rule_name, Acquire(session_id, None)).expected.value
             return (session_id, held.handle) if isinstance(held, Bound) else None
-        if not self._expired_sessions():
-            self._expire_a_vacant_binding(rule_name, data, dispatched)
-        expired = self._expired_sessions()
+        expired = self._an_expired_binding_at_hand(rule_name, data, dispatched)
         if not expired:
             return None
         session_id = data.draw(st.sampled_from(expired), label="id")
