@@ -412,6 +412,7 @@ def _concurrency(records: list[dict[str, Any]]) -> Table:
             str(record["undecided"]),
             str(record["not_linearizable"]),
         )
+    return table
 
 
 def _found(found: list[Counterexample]) -> Table:

@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Any
 
 import pytest
 
 from model.affinity import table as affinity_table
 from model.affinity.ops import Acquire, Advance, Commit, Release
-from model.affinity.table import Binding, Entry
+from model.affinity.table import Binding
 from model.affinity.types import SECOND_NS, AffinityConfig, Target
 from model.queue import table as queue_table
 from model.queue.ops import PopNext
-from model.queue.table import saturating_mul
+from model.queue.table import Entry, saturating_mul
 from model.queue.types import (
     LIMIT_KINDS,
     ClassConfig,
@@ -54,8 +53,7 @@ def test_a_model_that_serves_the_worst_entry_first_is_caught(
 ) -> None:
     """With the model's `best` reversed, the lane-order property fails."""
 
-    def worst(entries: Iterable[Any]) -> Any:
-        # Runs as `model.queue.table.best`: `Entry` is that module's entry.
+    def worst(entries: Iterable[Entry]) -> Entry | None:
         return min(entries, key=Entry.order_key, default=None)
 
     monkeypatch.setattr(queue_table.best, "__code__", worst.__code__)
@@ -109,7 +107,7 @@ def test_a_model_that_reaps_one_nanosecond_late_is_caught(
 ) -> None:
     """With the model's expiry predicate 1 ns late, the reap property fails."""
 
-    def late(entry: Entry, now_ns: int) -> bool:
+    def late(entry: object, now_ns: int) -> bool:
         return (
             isinstance(entry, Binding)
             and entry.leases == 0
