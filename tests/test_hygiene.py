@@ -290,3 +290,51 @@ def test_the_property_check_sees_an_imported_model_function(tmp_path: Path) -> N
     assert ["model.queue.table", "model.queue.table.best"] == model_functions_imported(
         source
     )
+
+
+MODEL_READERS: dict[str, str] = {
+    "allows": "the pop's dispatch predicate is the operation's own input",
+    "entry": "a session's entry, looked up by id",
+    "lane": "a class's entries of one placement, filtered",
+    "lane_workers": "the workers with a lane in a class, listed",
+    "limit_per_worker": "a class's configured limit of one kind, read",
+    "message": "a message in flight, looked up by link and position",
+}
+"""Model methods a property may call: each only reads the state, and why."""
+
+
+def model_methods() -> frozenset[str]:
+    """Names of the methods the model's classes define (not `@property`, not dunder)."""
+    names: set[str] = set()
+    for path in sorted((ROOT / "model").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ClassDef):
+                continue
+            for member in node.body:
+                if (
+                    isinstance(member, ast.FunctionDef)
+                    and not member.name.startswith("__")
+                    and not any(
+                        isinstance(d, ast.Name) and d.id == "property"
+                        for d in member.decorator_list
+                    )
+                ):
+                    names.add(member.name)
+    return frozenset(names)
+
+
+def test_properties_call_no_model_method_but_its_readers() -> None:
+    """A property may read the model's state, never ask a model method to decide."""
+    methods = model_methods()
+    called = sorted(
+        f"{path.relative_to(ROOT)}:{node.lineno}: .{node.func.attr}()"
+        for path in sorted((ROOT / "properties").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in methods
+        and node.func.attr not in MODEL_READERS
+    )
+
+    assert [] == called
+    assert set() == set(MODEL_READERS) - methods  # every reader still exists
