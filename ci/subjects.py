@@ -31,13 +31,19 @@ entry of their own for the duration of a `with registered(entry):` block.
 
 Adding the next subject, say `scheduler`:
 
-1. write `model/scheduler/`, the adapter class in `impl/`, the properties in
-   `properties/scheduler/` (registered under the subject name `scheduler`),
-   `stateful/scheduler_subject.py` and `stateful/scheduler_machine.py`,
-   `ci/replay/scheduler.py` (its `KIND`) and `ci/canaries/scheduler.py`;
-2. add `SubjectEntry(name="scheduler", ...)` to `_BUILTIN` below, naming them;
+1. write `model/scheduler/`, the adapter module `impl/adapter/scheduler.py`,
+   the properties in `properties/scheduler/` (registered under the subject
+   name `scheduler`, stating their expectations in their own words),
+   `stateful/scheduler_subject.py` (a `Subject` whose `name` is `scheduler`)
+   and `stateful/scheduler_machine.py` (whose `subject` is that class),
+   `ci/replay/scheduler.py` (its `KIND`, whose `subject` is `scheduler`) and
+   `ci/canaries/scheduler.py` (`CANARIES`, `CAUGHT_BY`);
+2. add `SubjectEntry(name="scheduler", ...)` to `_BUILTIN` below, naming them
+   with `lazy(...)`; leave out what the subject does not have (a Rust writer,
+   an explorer, gate tables, trust targets);
 3. `tests/test_subjects.py` checks that the names agree with the harness
-   subject, the trace kind and the property registry.
+   subject, the machine, the trace kind and the property registry, and
+   `tests/test_canaries.py` runs every canary the entry names.
 """
 
 from __future__ import annotations
