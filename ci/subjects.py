@@ -49,7 +49,7 @@ Adding the next subject, say `scheduler`:
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
@@ -91,6 +91,13 @@ class Target:
 Runner = Callable[[Any, str], Any]
 """A coverage runner: (bound, Hypothesis profile name) -> `MachineRun`."""
 
+ExploreCommand = Callable[[Sequence[Any], Any, Any], int]
+"""An explorer command: (the chosen bounds, parsed arguments, console) -> exit."""
+
+
+def _no_commands() -> Mapping[str, ExploreCommand]:
+    return {}
+
 
 @dataclass(frozen=True)
 class Explorer:
@@ -103,7 +110,8 @@ class Explorer:
     name, the subject's own machine first; `coverage_bounds` are the bounds
     the gate measures by default; `commands` are the explorer commands beyond
     the default check, `--update-counts`, `--bench` and `--coverage` that the
-    subject offers (`replay`, `counterexamples`, `picture`); `closes` says
+    subject offers, by flag name (`replay`, `counterexamples`, `picture`);
+    `closes` says
     that every bound's graph must close within its depth (no state left
     unexpanded at `depth_max`).
     """
@@ -113,7 +121,7 @@ class Explorer:
     machines: Callable[[], Mapping[str, Runner]]
     coverage_bounds: tuple[str, ...]
     counts_section: str | None = None
-    commands: frozenset[str] = frozenset()
+    commands: Callable[[], Mapping[str, ExploreCommand]] = _no_commands
     closes: bool = False
 
 
@@ -191,7 +199,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             explore=lazy("ci.explore.command", "explore"),
             machines=lazy("ci.explore.command", "AFFINITY_RUNNERS"),
             coverage_bounds=("picture", "core"),
-            commands=frozenset({"replay", "counterexamples", "picture"}),
+            commands=lazy("ci.explore.command", "AFFINITY_COMMANDS"),
         ),
         targets=(
             Target(

@@ -32,7 +32,7 @@ arguments):
 
 `--subject NAME` picks the subject (default affinity); every subject offers
 the default check, `--update-counts`, `--bench` and `--coverage`, and the
-commands its `Explorer.commands` lists (affinity: `--replay`,
+commands its `Explorer.commands` names (affinity: `--replay`,
 `--counterexamples`, `--picture`; the queue's graph relabels payloads, so its
 paths are not replayed verbatim, and it has no model canaries or picture).
 `--bound NAME` (repeatable) restricts any command to some of the subject's
@@ -557,7 +557,36 @@ COMMANDS = (
     "picture",
 )
 OPTIONAL = ("replay", "counterexamples", "picture")
-"""Commands a subject offers only if its `Explorer.commands` lists them."""
+"""Commands a subject offers only if its `Explorer.commands` names them."""
+
+
+def _run_replay(
+    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
+) -> int:
+    del args
+    return _replay(bounds, console)
+
+
+def _run_counterexamples(
+    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
+) -> int:
+    return _counterexamples(bounds, args.out or _artifact_dir(), console)
+
+
+def _run_picture(
+    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
+) -> int:
+    del bounds, args
+    return _picture(console)
+
+
+AFFINITY_COMMANDS: dict[str, subjects.ExploreCommand] = {
+    "replay": _run_replay,
+    "counterexamples": _run_counterexamples,
+    "picture": _run_picture,
+}
+"""The affinity explorer's own commands: verbatim edge replay on the crate, the
+model canaries' shortest counterexamples, the picture bound."""
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -589,12 +618,12 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                 f"(known: {', '.join(known)})"
             )
     for name in OPTIONAL:
-        if getattr(args, name) and name not in explorer(args.subject).commands:
+        if getattr(args, name) and name not in explorer(args.subject).commands():
             flag = name.replace("_", "-")
             offering = [
                 found.name
                 for found in subjects.explorable()
-                if name in explorer(found.name).commands
+                if name in explorer(found.name).commands()
             ]
             raise UsageError(
                 f"argument --{flag}: applies to --subject {', '.join(offering)} only"
@@ -624,13 +653,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _bench(subject, bounds, console)
     if args.coverage:
         return _coverage(subject, bounds, args.profile, console)
-    affinity = [b for b in bounds if isinstance(b, Bound)]
-    if args.replay:
-        return _replay(affinity, console)
-    if args.counterexamples:
-        return _counterexamples(affinity, args.out or _artifact_dir(), console)
-    if args.picture:
-        return _picture(console)
+    for name in OPTIONAL:
+        if getattr(args, name):
+            return explorer(subject).commands()[name](bounds, args, console)
     return _check(subject, bounds, console, args.json)
 
 
