@@ -61,12 +61,8 @@ def test_exactly_one_package_imports_the_native_extension() -> None:
         and NATIVE_IMPORT.search(path.read_text(encoding="utf-8"))
     )
 
-    assert [
-        "impl/adapter/affinity.py",
-        "impl/adapter/concurrent.py",
-        "impl/adapter/lib.py",
-        "impl/adapter/queue.py",
-    ] == importers
+    assert "impl/adapter/lib.py" in importers
+    assert [] == [path for path in importers if not path.startswith("impl/adapter/")]
 
 
 def test_every_project_module_is_imported_before_the_first_test() -> None:
