@@ -51,7 +51,7 @@ from typing import Any, Final
 from rich.console import Console
 from rich.table import Table
 
-from ci import build_local
+from ci import build_local, subjects
 from ci.build_local import SOURCE_ENV
 from ci.cli import OneLineParser, UsageError
 from ci.dossier import build as dossier
@@ -412,39 +412,6 @@ def _concurrency(records: list[dict[str, Any]]) -> Table:
             str(record["undecided"]),
             str(record["not_linearizable"]),
         )
-
-
-REPLICA_NETWORK_ROWS: Final[tuple[tuple[str, str], ...]] = (
-    ("programs_of_2_replicas", "programs of 2 replicas"),
-    ("programs_of_3_replicas", "programs of 3 replicas"),
-    ("calls", "table calls"),
-    ("sent", "sent"),
-    ("superseded", "published superseded"),
-    ("delivered", "delivered"),
-    ("dropped", "dropped"),
-    ("duplicated", "duplicated"),
-    ("reordered", "reordered"),
-    ("lost", "lost to partitions"),
-    ("partitions", "partitions"),
-    ("flush_deliveries", "delivered by flushes"),
-    ("convergence_checks", "convergence checks"),
-    ("convergence_checks_non_vacuous", "checks non-vacuous"),
-)
-"""(count, row label) of the replica-network table, in order."""
-
-
-def _replica_network(records: list[dict[str, Any]]) -> Table | None:
-    """What each replica-network run's network did, one row per count."""
-    runs = [record for record in records if record["kind"] == "network"]
-    if not runs:
-        return None
-    table = Table(title="replica network")
-    table.add_column("count")
-    for record in runs:
-        table.add_column(record["name"], justify="right")
-    for count, label in REPLICA_NETWORK_ROWS:
-        cells = [str(record.get("counts", {}).get(count, 0)) for record in runs]
-        table.add_row(label, *cells)
     return table
 
 
@@ -501,9 +468,11 @@ def summarize(console: Console, run: GateRun) -> None:
         records = [record for record in run.records if record["kind"] == kind]
         if records:
             console.print(table_of(records))
-    replica_network = _replica_network(run.records)
-    if replica_network is not None:
-        console.print(replica_network)
+    for found in subjects.entries():
+        for table_of_subject in found.gate_tables:
+            subject_table = table_of_subject()(run.records)
+            if subject_table is not None:
+                console.print(subject_table)
     if run.found:
         console.print(_found(run.found))
     if run.dossier_folder is not None:

@@ -4,8 +4,8 @@ Importing this package registers every property. `python -m properties`
 prints the catalogue; `--markdown` prints the auditors' Markdown.
 """
 
+from properties import queue
 from properties.affinity import conservation, coverage, lease, network, replica, ttl
-from properties.queue import invariants as queue
 from properties.registry import Property, Step, get, properties, reached, violated
 
 __all__ = [

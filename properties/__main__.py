@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from properties import properties
 from properties.citations import (
@@ -20,6 +21,16 @@ from properties.citations import (
     resolve_model,
 )
 from properties.registry import Property
+
+
+class _OneLineParser(argparse.ArgumentParser):
+    """Bad arguments are one line on stderr and exit 2, never the usage dump."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print `prog: error: message` alone and exit 2."""
+        print(f"{self.prog}: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+
 
 _HEADER = """# Invariant catalogue
 
@@ -83,10 +94,8 @@ def markdown(crate: Path | None = None) -> str:
             "(`cargo fetch --manifest-path impl/Cargo.toml` downloads it)"
         )
     lines = [_HEADER.format(crate=f"{CRATE_NAME}-{version}")]
-    for subject in ("affinity", "queue", "replica"):
+    for subject in sorted({prop.subject for prop in properties()}):
         rows = properties(subject=subject)
-        if not rows:
-            continue
         lines += [
             f"## {subject}",
             "",
@@ -108,7 +117,7 @@ def markdown(crate: Path | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the catalogue as text or Markdown."""
-    parser = argparse.ArgumentParser(prog="python -m properties")
+    parser = _OneLineParser(prog="python -m properties")
     parser.add_argument("--markdown", action="store_true", help="print Markdown")
     args = parser.parse_args(argv)
     if args.markdown:

@@ -41,7 +41,12 @@ from typing import Any, Literal, TypeVar
 
 Kind = Literal["always", "sometimes"]
 Over = Literal["state", "step", "refusal"]
-Subject = Literal["affinity", "queue", "replica"]
+Subject = str
+"""A subject's name as the subject registry (`ci.subjects`) declares it.
+
+Properties sit below `ci/` and cannot import the registry; its test
+(`tests/test_subjects.py`) fails if a property names an unregistered subject.
+"""
 
 _F = TypeVar("_F", bound=Callable[..., bool])
 

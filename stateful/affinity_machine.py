@@ -7,7 +7,6 @@ violated property. Preconditions and drawn keys depend on the model only.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import ClassVar
 
 from hypothesis import note
@@ -24,7 +23,6 @@ from model.affinity.ops import (
     Advance,
     ApplyReplica,
     Commit,
-    CrateAdvance,
     DropTable,
     EnableReplication,
     Invalidate,
@@ -53,13 +51,12 @@ from model.affinity.types import (
     Bound,
     Initialize,
     Mode,
-    Reaping,
     Target,
     Version,
     Wait,
 )
 from properties.affinity.coverage import next_cleanup_ns
-from stateful.affinity_subject import AffinityHarness, SutFactory
+from stateful.affinity_subject import AffinityHarness, AffinitySubject, SutFactory
 from stateful.machine import DifferentialMachine
 
 SESSION_POOL = ("a", "b", "c", "ßß", "ßßß", "x" * 300)
@@ -115,7 +112,7 @@ def _next_tick_ns(state: AffinityState) -> int:
 class AffinityMachine(DifferentialMachine):
     """Model vs system under test, step by step."""
 
-    subject = "affinity"
+    subject = AffinitySubject
     factory: ClassVar[SutFactory | None] = None
 
     def _harness(self) -> AffinityHarness:
@@ -439,9 +436,7 @@ class AffinityMachine(DifferentialMachine):
         a vacant id is bound, released and left to reach its deadline first.
         """
         rule_name = "replica_for_an_expired_session"
-        if not self._expired_sessions():
-            self._expire_a_vacant_binding(rule_name, data, dispatched)
-        expired = self._expired_sessions()
+        expired = self._an_expired_binding_at_hand(rule_name, data, dispatched)
         if expired:
             session_id = data.draw(st.sampled_from(expired), label="id")
             self._run(rule_name, ApplyReplica(session_id, bind_to, Version(0, 0)))
@@ -496,12 +491,23 @@ class AffinityMachine(DifferentialMachine):
         binding's deadline first (the reaper may collect it on the way, alike).
         """
         rule_name = "new_session_against_uncollected_expiry"
-        if not self._expired_sessions():
-            self._expire_a_vacant_binding(rule_name, data, dispatched)
+        self._an_expired_binding_at_hand(rule_name, data, dispatched)
         candidates = self._vacant_ids() or self._expired_sessions()
         if candidates:
             session_id = data.draw(st.sampled_from(candidates), label="id")
             self._run(rule_name, Acquire(session_id, None))
+
+    def _an_expired_binding_at_hand(
+        self, rule_name: str, data: st.DataObject, dispatched: Target
+    ) -> list[str]:
+        """The expired sessions; with none, one is made first (the rules' preamble).
+
+        Scenario rules that need an expired binding are self-contained: with
+        none at hand they expire a vacant id (`_expire_a_vacant_binding`).
+        """
+        if not self._expired_sessions():
+            self._expire_a_vacant_binding(rule_name, data, dispatched)
+        return self._expired_sessions()
 
     def _expire_a_vacant_binding(
         self, rule_name: str, data: st.DataObject, dispatched: Target
@@ -528,8 +534,7 @@ class AffinityMachine(DifferentialMachine):
         binding: every binding's revision is new (the crate's `next_revision`).
         """
         rule_name = "stale_lease_across_a_revival"
-        if not self._expired_sessions():
-            self._expire_a_vacant_binding(rule_name, data, dispatched)
+        self._an_expired_binding_at_hand(rule_name, data, dispatched)
         vacant = self._vacant_ids()
         if not vacant or not self._expired_sessions():
             return
@@ -562,8 +567,7 @@ class AffinityMachine(DifferentialMachine):
         takes the new binding's lease away.
         """
         rule_name = "leases_across_a_revived_binding"
-        if not self._expired_sessions():
-            self._expire_a_vacant_binding(rule_name, data, dispatched)
+        self._an_expired_binding_at_hand(rule_name, data, dispatched)
         if not self._expired_sessions():
             return
         session_id = data.draw(st.sampled_from(self._expired_sessions()), label="id")
@@ -603,9 +607,7 @@ class AffinityMachine(DifferentialMachine):
             self._run(rule_name, ApplyReplica(session_id, replica_to, Version(0, 0)))
             held = self._run(rule_name, Acquire(session_id, None)).expected.value
             return (session_id, held.handle) if isinstance(held, Bound) else None
-        if not self._expired_sessions():
-            self._expire_a_vacant_binding(rule_name, data, dispatched)
-        expired = self._expired_sessions()
+        expired = self._an_expired_binding_at_hand(rule_name, data, dispatched)
         if not expired:
             return None
         session_id = data.draw(st.sampled_from(expired), label="id")
@@ -725,136 +727,3 @@ class AffinityMachine(DifferentialMachine):
     def drop_table(self) -> None:
         """Dropping the table leaves outstanding handles harmless, alike."""
         self._run("drop_table", DropTable())
-
-
-# ---- the clock axis ----------------------------------------------------------
-
-INSTANT_RANGE_TTLS = (None, 2, 5)
-"""Where the `Instant` range ends after a manual table's origin, in TTLs."""
-
-
-def _with_instant_range(config: AffinityConfig, ttls: int | None) -> AffinityConfig:
-    instant_range_ns = None if ttls is None else ttls * config.ttl_ns
-    return replace(config, instant_range_ns=instant_range_ns)
-
-
-def manual_configs(reaping: Reaping) -> st.SearchStrategy[AffinityConfig]:
-    """Manual-clock tables, some with the `Instant` range ending near the origin."""
-    return st.builds(
-        _with_instant_range, configs(reaping), st.sampled_from(INSTANT_RANGE_TTLS)
-    )
-
-
-class ManualClockMachine(AffinityMachine):
-    """The machine over `with_manual_clock` tables, plus invalid clock updates.
-
-    The reaping variant is the target's (decided by the capability probe);
-    `manual_clock_machine` makes the class for one variant.
-    """
-
-    reaping: ClassVar[Reaping] = "every_advance"
-
-    @rule(
-        refusal=st.sampled_from(
-            ("backwards", "deadline_overflow", "binding_range", "no_move")
-        )
-    )
-    def clock_update_at_a_limit(self, refusal: str) -> None:
-        """A clock update at one of the manual clock's limits agrees, refusal too.
-
-        Backwards (1 ns), a deadline 1 ns past the `Instant` range, a time past
-        the range itself, and an update to the current time (accepted).
-        """
-        state = self._harness().model.state()
-        instant_range_ns = state.config.instant_range_ns
-        now_ns = {
-            "backwards": state.now_ns - 1,
-            "no_move": state.now_ns,
-            "deadline_overflow": None
-            if instant_range_ns is None
-            else max(state.now_ns, instant_range_ns - state.config.ttl_ns + 1),
-            "binding_range": 2**64
-            if instant_range_ns is None
-            else instant_range_ns + 1,
-        }[refusal]
-        if now_ns is not None:
-            self._run("clock_update_at_a_limit", CrateAdvance(now_ns))
-
-    @rule(
-        data=st.data(),
-        dispatched=targets,
-        then=st.sampled_from(("acquire", "query", "new_id")),
-    )
-    def stale_releases_leave_an_expired_binding(
-        self, data: st.DataObject, dispatched: Target, then: str
-    ) -> None:
-        """An expired binding left between cleanups by stale releases is met alike.
-
-        Two leases outlive a replica refresh and their binding's deadline; both
-        releases are stale (the version moved), so they only decrement and the
-        binding sits expired at exactly its deadline until the next cleanup,
-        whatever the schedule. Then the same id is acquired or looked up, or a
-        new id competes with it for capacity.
-        """
-        rule_name = "stale_releases_leave_an_expired_binding"
-        vacant = self._vacant_ids()
-        if not vacant:
-            return
-        session_id = data.draw(st.sampled_from(vacant), label="id")
-        first = self._run(rule_name, Acquire(session_id, None)).expected.value
-        if not isinstance(first, Initialize):
-            return
-        lease = self._run(rule_name, Commit(first.handle, dispatched)).expected.value
-        second = self._run(rule_name, Acquire(session_id, None)).expected.value
-        entry = self._harness().model.state().entry(session_id)
-        if not isinstance(lease, int) or not isinstance(second, Bound):
-            return
-        assert isinstance(entry, Binding)
-        newer = Version(entry.version.sequence + 1, entry.version.writer)
-        self._run(rule_name, ApplyReplica(session_id, entry.target, newer))
-        refreshed = self._harness().model.state().entry(session_id)
-        assert isinstance(refreshed, Binding)
-        self._run(rule_name, Advance(refreshed.deadline_ns))
-        self._run(rule_name, Release(lease))
-        self._run(rule_name, Release(second.handle))
-        if then == "acquire":
-            self._run(rule_name, Acquire(session_id, None))
-        elif then == "query":
-            self._run(rule_name, Query(session_id, None))
-        elif others := self._vacant_ids():
-            other = data.draw(st.sampled_from(others), label="new id")
-            self._run(rule_name, Acquire(other, None))
-
-
-def manual_clock_machine(reaping: Reaping) -> type[ManualClockMachine]:
-    """A `ManualClockMachine` whose tables collect idle bindings per `reaping`."""
-
-    class Machine(ManualClockMachine):
-        goals_reached: ClassVar[set[str]] = set()
-        goal_counts: ClassVar[dict[str, int]] = {}
-        steps_run: ClassVar[int] = 0
-        rules_run: ClassVar[set[str]] = set()
-
-        @initialize(config=manual_configs(reaping))
-        def build(self, config: AffinityConfig) -> None:
-            """Build the model and the manual-clock table alike."""
-            AffinityMachine.build(self, config)
-
-    Machine.reaping = reaping
-    Machine.__name__ = Machine.__qualname__ = f"ManualClockMachine_{reaping}"
-    return Machine
-
-
-class RuntimeClockRefusalMachine(AffinityMachine):
-    """The runtime machine, on a target whose crate has `advance_clock`."""
-
-    goals_reached: ClassVar[set[str]] = set()
-    goal_counts: ClassVar[dict[str, int]] = {}
-    steps_run: ClassVar[int] = 0
-    rules_run: ClassVar[set[str]] = set()
-
-    @rule(data=st.data())
-    def crate_advance_on_a_runtime_table(self, data: st.DataObject) -> None:
-        """The crate's `advance_clock` on a runtime table is refused, alike."""
-        now_ns = data.draw(st.sampled_from(self._clock_targets()), label="now_ns")
-        self._run("crate_advance_on_a_runtime_table", CrateAdvance(now_ns))

@@ -12,7 +12,8 @@ Machines, trace replay, minimization, the corpus and the explorer's edge
 replay all go through `Harness.step`, so a counterexample found by any of them
 is judged by the same rules; the trace kinds (`ci/replay/`), the artifact
 writer and the gate's statistics work over any subject. Adding a component is
-one subject module beside `affinity_subject.py` and `queue_subject.py`.
+one subject module beside `affinity_subject.py` and `queue_subject.py`, and
+one entry of the subject registry `ci/subjects.py`.
 """
 
 from __future__ import annotations

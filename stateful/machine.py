@@ -19,10 +19,10 @@ from typing import Any, ClassVar
 from hypothesis import event, note
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
-from properties.registry import Subject, exercisable, goals
+from properties.registry import exercisable, goals
 from stateful import capture, stats
 from stateful.evidence import Evidence
-from stateful.harness import Harness, StepReport
+from stateful.harness import Harness, StepReport, Subject
 
 STEPS_MIN = 1_000
 """A machine test that ran fewer steps under the loaded profile fails as vacuous."""
@@ -31,7 +31,8 @@ STEPS_MIN = 1_000
 class DifferentialMachine(RuleBasedStateMachine):
     """A Hypothesis machine that drives one subject's harness."""
 
-    subject: ClassVar[Subject]
+    subject: ClassVar[type[Subject[Any, Any]]]
+    """The harness's subject class: its `name` is the registry's word for it."""
     goals_reached: ClassVar[set[str]] = set()
     goal_counts: ClassVar[dict[str, int]] = {}
     rules_run: ClassVar[set[str]] = set()
@@ -111,7 +112,7 @@ def run_and_check(
     try:
         run_state_machine_as_test(machine)
     finally:  # the gate's summary wants the numbers of a failed run too
-        stats.record_machine(machine.subject, machine, rules, name, tags)
+        stats.record_machine(machine.subject.name, machine, rules, name, tags)
 
     print(f"steps: {machine.steps_run}")
     for goal, count in sorted(machine.goal_counts.items()):
@@ -122,10 +123,10 @@ def run_and_check(
             f"property {prop}: {found.exercised[prop]} non-vacuous, "
             f"{found.boundary.get(prop, 0)} at its boundary"
         )
-    wanted = {p.name for p in goals(machine.subject, tags)}
+    wanted = {p.name for p in goals(machine.subject.name, tags)}
     vacuous = [
         p.name
-        for p in exercisable(machine.subject, tags)
+        for p in exercisable(machine.subject.name, tags)
         if p.name not in machine.evidence.exercised
     ]
     problems = [

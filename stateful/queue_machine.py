@@ -44,6 +44,7 @@ from stateful.queue_subject import (
     ProfileSpec,
     QueueFactory,
     QueueHarness,
+    QueueSubject,
     indented,
     profile_yaml,
     request,
@@ -119,7 +120,7 @@ def profile_specs(draw: st.DrawFn) -> ProfileSpec:
 class QueueMachine(DifferentialMachine):
     """Model and system under test side by side, over one profile per run."""
 
-    subject = "queue"
+    subject = QueueSubject
     factory: ClassVar[QueueFactory | None] = None
 
     def __init__(self) -> None:
@@ -153,6 +154,13 @@ class QueueMachine(DifferentialMachine):
 
     def _class_count(self) -> int:
         return len(self.model.state.configs)
+
+    def _draw_class(self, data: st.DataObject) -> int:
+        """A class index of the run's profile, drawn as every rule draws it."""
+        class_index: int = data.draw(
+            st.integers(0, self._class_count() - 1), label="class"
+        )
+        return class_index
 
     def _payloads(self) -> list[int]:
         return sorted(item.payload for item in self.model.entries())
@@ -211,7 +219,7 @@ class QueueMachine(DifferentialMachine):
         placement: Worker | None,
     ) -> None:
         """Enqueueing gives the same rejection (or none) on both sides."""
-        class_index = data.draw(st.integers(0, self._class_count() - 1), label="class")
+        class_index = self._draw_class(data)
         self._apply(
             "enqueue",
             Enqueue(
@@ -240,7 +248,7 @@ class QueueMachine(DifferentialMachine):
         The class's policy alone decides which one is served: the scenario that
         makes FCFS, WSPT and LCFS differ, in every program.
         """
-        class_index = data.draw(st.integers(0, self._class_count() - 1), label="class")
+        class_index = self._draw_class(data)
         for tokens, arrival in zip(raw, arrivals, strict=True):
             self._apply(
                 "two_requests_then_a_pop",
@@ -259,7 +267,7 @@ class QueueMachine(DifferentialMachine):
         worker free serves the second lane again, beside the blocked one.
         """
         blocked, served = lanes[0], lanes[1]
-        class_index = data.draw(st.integers(0, self._class_count() - 1), label="class")
+        class_index = self._draw_class(data)
         rule_name = "pop_beside_a_blocked_lane"
         for placement in (blocked, served, served):
             self._apply(
@@ -432,7 +440,7 @@ class QueueMachine(DifferentialMachine):
     def toggle_class_pause(self, data: st.DataObject) -> None:
         """A class is paused (its predicate refuses all), or resumed."""
         self._ran("toggle_class_pause")
-        class_index = data.draw(st.integers(0, self._class_count() - 1), label="class")
+        class_index = self._draw_class(data)
         self.paused ^= {class_index}
 
     @precondition(has_entries)

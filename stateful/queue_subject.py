@@ -31,7 +31,7 @@ from model.queue.api import PolicyQueueApi, QueueObservation, observe, outcome_o
 from model.queue.ops import Enqueue, QueueOp, QueueOutcome, Rebuild
 from model.queue.table import ModelPolicyQueue, QueueState
 from model.queue.types import ClassConfig, QueuePolicy, Worker
-from properties.queue.invariants import QueueView
+from properties.queue import QueueView
 from properties.registry import Over, Step
 from stateful.harness import Harness, Subject
 

@@ -58,7 +58,11 @@ from stateful import stats
 from stateful.affinity_machine import TTL_NS_CHOICES, pins, targets
 from stateful.affinity_subject import SutFactory
 from stateful.machine import DifferentialMachine, run_and_check
-from stateful.replica_subject import ReplicaNetworkHarness, ReplicaSetup
+from stateful.replica_subject import (
+    ReplicaNetworkHarness,
+    ReplicaSetup,
+    ReplicaSubject,
+)
 
 NETWORK_SESSION_POOL = ("a", "b", "c")
 """Few ids, so that replicas bind the same session independently."""
@@ -92,7 +96,7 @@ def _zero_counts() -> dict[str, int]:
 class ReplicaNetworkMachine(DifferentialMachine):
     """Replicas in lockstep with their models, over a network Hypothesis controls."""
 
-    subject = "replica"
+    subject = ReplicaSubject
     factory: ClassVar[SutFactory | None] = None
     network_counts: ClassVar[dict[str, int]] = _zero_counts()
 

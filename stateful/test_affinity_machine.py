@@ -13,11 +13,11 @@ import pytest
 
 from model.affinity.table import ModelAffinity
 from model.affinity.types import Reaping
-from stateful.affinity_machine import (
-    AffinityMachine,
+from stateful.affinity_clock_machine import (
     RuntimeClockRefusalMachine,
     manual_clock_machine,
 )
+from stateful.affinity_machine import AffinityMachine
 from stateful.harness import sut_name
 from stateful.machine import run_and_check
 

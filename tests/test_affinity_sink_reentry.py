@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import pytest
 
-from impl.adapter import NativeAffinity, SinkRead
+from impl.adapter import NativeAffinity
+from impl.adapter.affinity import SinkRead
 from model.affinity.types import AffinityConfig, Bound, Initialize, Mode, Target
 
 pytestmark = pytest.mark.native

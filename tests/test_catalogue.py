@@ -6,6 +6,7 @@ import re
 from pathlib import Path
 
 import pytest
+from command_support import run_module
 
 from properties import properties
 from properties.__main__ import markdown
@@ -208,3 +209,13 @@ def test_a_duplicate_property_name_is_refused() -> None:
         register("affinity", "always", "state", antecedent=_documented, **_citations())(
             duplicate
         )
+
+
+def test_bad_arguments_are_one_line_and_exit_two() -> None:
+    """`python -m properties --bogus` says what is wrong in one line, exit 2."""
+    result = run_module("properties", "--bogus", timeout_s=60)
+
+    assert 2 == result.returncode
+    assert [
+        "python -m properties: error: unrecognized arguments: --bogus"
+    ] == result.stderr.splitlines()

@@ -312,6 +312,17 @@ def test_the_driver_refuses_what_it_cannot_run(
 
 
 @pytest.mark.native
+@pytest.mark.parametrize("kind", ["drop", "?", "Advance"])
+def test_a_recorded_call_the_adapter_cannot_read_is_refused(kind: str) -> None:
+    """An unknown recorded call is a ValueError, never read as a clock advance."""
+    from impl.adapter import concurrent  # noqa: PLC0415 - needs the binding
+
+    with pytest.raises(ValueError, match=f"cannot read: {kind!r}"):
+        concurrent._call_in((kind, "s0", None, 1, None, 5))
+    assert Advance(5) == concurrent._call_in(("advance", "", None, None, None, 5))
+
+
+@pytest.mark.native
 def test_the_driver_records_every_call_with_its_instants() -> None:
     """Invocation before response, one counter, census after the threads."""
     programs = [

@@ -13,11 +13,14 @@ import pytest
 
 from ci.build_local import (
     IMPL,
+    REPO,
     is_link_failure,
     path_dependency_manifest,
     pinned_source,
 )
 from ci.mutants import command as mutants
+from ci.mutants import judge, plan
+from ci.mutants import smoke as smoke_check
 from ci.mutants.cargo_mutants import (
     MutantSet,
     ToolMissingError,
@@ -26,8 +29,9 @@ from ci.mutants.cargo_mutants import (
     mutant_set,
     tool_version,
 )
-from ci.mutants.command import BINDING_PROFILES
 from ci.mutants.operators import TARGET_FILES, Mutant, generate_ours, mask
+from ci.mutants.plan import BINDING_PROFILES
+from ci.processes import ProcessResult
 
 CRATE = pinned_source()
 
@@ -134,7 +138,7 @@ def test_a_unified_diff_applies_back_to_the_mutated_file(
 
 def test_a_diff_whose_context_does_not_match_is_refused() -> None:
     """A diff of another file's text raises instead of mutating the wrong line."""
-    text = (CRATE / mutants.AFFINITY_RS).read_text(encoding="utf-8")
+    text = (CRATE / plan.AFFINITY_RS).read_text(encoding="utf-8")
     diff = "@@ -1,1 +1,1 @@\n-not the first line\n+x\n"
 
     with pytest.raises(ValueError, match="does not match"):
@@ -143,7 +147,7 @@ def test_a_diff_whose_context_does_not_match_is_refused() -> None:
 
 def test_the_removed_lease_decrement_is_a_mutant(generated: list[Mutant]) -> None:
     """Deleting `*active_leases -= 1;` removes one whole line and nothing else."""
-    relative = mutants.AFFINITY_RS
+    relative = plan.AFFINITY_RS
     text = (CRATE / relative).read_text(encoding="utf-8")
     statement = "*active_leases -= 1;"
 
@@ -180,7 +184,7 @@ def test_the_smoke_mutant_is_the_expiry_check_of_query_target(
     generated: list[Mutant],
 ) -> None:
     """The smoke mutant flips query_target's `<=` to `<`; ours generate it too."""
-    mutant = mutants.expiry_mutant(CRATE)
+    mutant = smoke_check.expiry_mutant(CRATE)
 
     pristine = (CRATE / mutant.file).read_text(encoding="utf-8")
     assert "*idle_deadline < Instant::now()" in mutant.apply(pristine)
@@ -198,7 +202,7 @@ def test_our_verdict_names_the_failing_test_and_the_check() -> None:
         "1 failed in 3.10s\n"
     )
 
-    verdict = mutants.judge_pytest(mutants.ProcessResult(1, 3.2, output))
+    verdict = judge.judge_pytest(ProcessResult(1, 3.2, output))
 
     assert "caught" == verdict.outcome
     assert "stateful/test_affinity_machine.py::test_x" == verdict.test_id
@@ -207,9 +211,9 @@ def test_our_verdict_names_the_failing_test_and_the_check() -> None:
 
 def test_a_passing_or_hanging_or_broken_run_is_not_a_catch() -> None:
     """Exit 0 is missed, a kill at the limit is timeout, a usage error is error."""
-    assert "missed" == mutants.judge_pytest(mutants.ProcessResult(0, 1, "")).outcome
-    assert "timeout" == mutants.judge_pytest(mutants.ProcessResult(None, 9, "")).outcome
-    assert "error" == mutants.judge_pytest(mutants.ProcessResult(4, 1, "")).outcome
+    assert "missed" == judge.judge_pytest(ProcessResult(0, 1, "")).outcome
+    assert "timeout" == judge.judge_pytest(ProcessResult(None, 9, "")).outcome
+    assert "error" == judge.judge_pytest(ProcessResult(4, 1, "")).outcome
 
 
 def test_the_crate_verdict_reads_libtest_failures_and_the_panic() -> None:
@@ -228,7 +232,7 @@ def test_the_crate_verdict_reads_libtest_failures_and_the_panic() -> None:
         "test result: FAILED. 23 passed; 1 failed\n"
     )
 
-    verdict = mutants.judge_crate(mutants.ProcessResult(101, 40, output))
+    verdict = judge.judge_crate(ProcessResult(101, 40, output))
 
     assert "caught" == verdict.outcome
     assert "scheduling::policy_queue::tests::drr" == verdict.test_id
@@ -259,7 +263,7 @@ def test_the_default_selection_names_existing_tests(relative: str) -> None:
     """Every default test path for a mutated file matches this checkout."""
     config, _ = mutants.parse_args([])
 
-    paths = mutants.pytest_paths(config, relative, mutants.REPO)
+    paths = plan.pytest_paths(config, relative, REPO)
 
     assert paths[0].startswith("stateful/test_")
     assert all("::" in path or path.endswith(".py") for path in paths)
@@ -288,7 +292,7 @@ def full_set(tmp_path_factory: pytest.TempPathFactory) -> MutantSet:
         tool_version()
     except ToolMissingError as error:
         pytest.skip(str(error))  # optional tool: the sweep's own tests need it
-    crate = mutants.prepare_crate_tree(tmp_path_factory.mktemp("crate"))
+    crate = plan.prepare_crate_tree(tmp_path_factory.mktemp("crate"))
     return mutant_set(crate)
 
 
@@ -327,7 +331,7 @@ def test_every_mutant_of_the_set_changes_the_pristine_file(full_set: MutantSet) 
 
 def test_the_smoke_mutant_is_one_of_ours_in_the_set(full_set: MutantSet) -> None:
     """cargo-mutants has no `<=` to `<`; our cmp_boundary keeps it in the set."""
-    smoke = mutants.expiry_mutant(CRATE)
+    smoke = smoke_check.expiry_mutant(CRATE)
 
     found = [
         m.id

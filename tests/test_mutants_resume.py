@@ -17,10 +17,12 @@ import pytest
 from command_support import REPO, run_module
 
 from ci.mutants import command
+from ci.mutants import sweep as sweep_module
 from ci.mutants.cargo_mutants import MutantSet
-from ci.mutants.command import Baseline, Config, MutantsError, Run
 from ci.mutants.operators import TARGET_FILES, Mutant
+from ci.mutants.plan import Config, MutantsError
 from ci.mutants.report import MutantRecord, Verdict, partition
+from ci.mutants.sweep import Baseline, Run
 
 REPORTS = REPO / "ci" / "mutants" / "reports"
 COMMAND_TIMEOUT_S = 120
@@ -93,15 +95,15 @@ def sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Config, Reco
         (source / relative).parent.mkdir(parents=True, exist_ok=True)
         (source / relative).write_text("fn main() {}\n", encoding="utf-8")
     recorder = Recorder()
-    monkeypatch.setattr(command, "prepare_crate_tree", lambda root, _src: root)
-    monkeypatch.setattr(command, "mutant_set", lambda _crate: _synthetic_set())
-    monkeypatch.setattr(command, "detect_features", lambda _crate: ())
-    monkeypatch.setattr(command, "seed_target_dir", lambda _target: False)
-    monkeypatch.setattr(command, "copy_python_tree", lambda _tree: None)
-    monkeypatch.setattr(command, "restore_file", lambda *_args: None)
-    monkeypatch.setattr(command, "_warm_up", recorder.warm_up)
-    monkeypatch.setattr(command, "_baseline", recorder.baseline)
-    monkeypatch.setattr(command, "_test_mutant", recorder.try_mutant)
+    monkeypatch.setattr(sweep_module, "prepare_crate_tree", lambda root, _src: root)
+    monkeypatch.setattr(sweep_module, "mutant_set", lambda _crate: _synthetic_set())
+    monkeypatch.setattr(sweep_module, "detect_features", lambda _crate: ())
+    monkeypatch.setattr(sweep_module, "seed_target_dir", lambda _target: False)
+    monkeypatch.setattr(sweep_module, "copy_python_tree", lambda _tree: None)
+    monkeypatch.setattr(sweep_module, "restore_file", lambda *_args: None)
+    monkeypatch.setattr(sweep_module, "_warm_up", recorder.warm_up)
+    monkeypatch.setattr(sweep_module, "_baseline", recorder.baseline)
+    monkeypatch.setattr(sweep_module, "_test_mutant", recorder.try_mutant)
     config = Config(
         pytest_options=("-x",),
         pytest_paths=(),

@@ -32,13 +32,9 @@ from ci.build_local import (
     pinned_source,
     tree_environment,
 )
-from ci.mutants.command import (
-    CRATE_DIR_IN_TREE,
-    SMOKE_PYTEST_ARGS,
-    prepare_crate_tree,
-    smoke,
-)
 from ci.mutants.operators import Mutant
+from ci.mutants.plan import CRATE_DIR_IN_TREE, prepare_crate_tree
+from ci.mutants.smoke import SMOKE_PYTEST_ARGS, smoke
 from ci.profiles import selected_profile
 from ci.replay.rust.cargo import run_exports, work_root
 

@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 from command_support import run_module
 
+from ci import subjects
 from ci.profiles import selected_profile
 from ci.replay.affinity import record
 from ci.replay.command import EXIT_AGREE, EXIT_USAGE
 from ci.replay.command import main as replay_main
-from ci.replay.rust.affinity import REST, TO_GRID, clock_moves
 from ci.replay.rust.cargo import run_exports
+from ci.replay.rust.clock import REST, TO_GRID, clock_moves
 from ci.replay.rust.emit import (
-    WRITERS,
     Capabilities,
     ExportError,
     export,
@@ -70,7 +70,7 @@ def _manual(trace: Trace) -> bool:
 
 def _unwritable(trace: Trace) -> bool:
     """A subject with no Rust writer (replica networks)."""
-    return trace.header.subject not in WRITERS
+    return subjects.entry(trace.header.subject).rust_writer is None
 
 
 @pytest.fixture(scope="module")

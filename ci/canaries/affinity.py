@@ -106,6 +106,9 @@ CANARIES: dict[str, Callable[[AffinityConfig], AffinityApi]] = {
 }
 """Every affinity canary; each must be caught by the machine."""
 
+NATIVE_CANARIES: frozenset[str] = frozenset(CANARIES)
+"""The affinity canaries run against the crate (the model ones beside it too)."""
+
 MODEL_CANARIES: dict[str, type[ModelAffinity]] = {
     "off_by_one_expiry_model": OffByOneExpiryModel,
     "leaky_release_model": LeakyReleaseModel,

@@ -238,6 +238,11 @@ CANARIES: dict[str, Callable[[ProfileSpec], PolicyQueueApi]] = {
     "sticky_deficit": sticky_deficit,
 }
 
+NATIVE_CANARIES: frozenset[str] = frozenset(
+    {"late_stats", "lax_request_limit", "lifo_ties"}
+)
+"""The queue canaries that wrap the crate's queue (the others wrap the model)."""
+
 SLOW_CANARIES: frozenset[str] = frozenset()
 """Canaries whose counterexamples are long (none now: `sticky_deficit` was one
 until the machine's rule `credit_of_a_class_that_a_pop_emptied` made an

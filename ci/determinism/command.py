@@ -47,10 +47,16 @@ from ci.replay.artifacts import (
 )
 from ci.trust import runner
 from ci.trust.plugin import RunConfig
-from ci.trust.targets import TARGETS, Target, UnknownTargetError, resolve
+from ci.trust.targets import (
+    CRATE_TARGETS,
+    TARGETS,
+    Target,
+    UnknownTargetError,
+    resolve,
+)
 
 PROG: Final[str] = "ci.determinism"
-DEFAULT_TARGETS: Final[str] = "affinity,queue"
+DEFAULT_TARGETS: Final[str] = ",".join(CRATE_TARGETS)
 DEFAULT_EXAMPLES: Final[int] = 20
 DEFAULT_SEED: Final[int] = 1
 HASH_SEED_MAX: Final[int] = 4_294_967_295

@@ -1,6 +1,6 @@
 """Build the dossier of one gate run from its statistics records.
 
-Per registered property (both subjects): its statement, kind, antecedent and
+Per registered property (of every subject): its statement, kind, antecedent and
 boundary, citations resolved to file and line (model functions in this
 repository, crate items in the pinned crate's source), and from the run's
 machine records: evaluations, non-vacuous evaluations and boundary hits,

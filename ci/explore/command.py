@@ -1,15 +1,18 @@
 """Exhaustive bounded exploration of the reference models (`python -m ci.explore`).
 
-Two subjects are explored: the affinity table (`--subject affinity`, the
-default; its bounds are `BOUNDS` below, its states `ci/explore/graph.py`) and
-the policy queue (`--subject queue`; bounds `QUEUE_BOUNDS` and canonical states
-in `ci/explore/queue_graph.py`). Each declared bound is enumerated
+Every subject whose entry in the subject registry (`ci.subjects`) declares an
+`Explorer` is explored: the affinity table (`--subject affinity`, the default;
+its bounds are `BOUNDS` in `ci/explore/bounds.py`, its states
+`ci/explore/graph.py`) and the policy queue (`--subject queue`; bounds
+`QUEUE_BOUNDS` and canonical states in `ci/explore/queue_graph.py`). Each
+declared bound is enumerated
 breadth-first into a `networkx.MultiDiGraph` whose edges are labelled by
 operation and outcome. On every state and every edge each `always` property
 of the subject is checked; each `sometimes` goal must be reached unless the
 bound declares it out of reach, with a reason. Node, edge and depth counts are
 pinned in `ci/explore/state_counts.json` (affinity bounds at the top level, the
-queue's under the `queue` key): a change is a reviewed diff (`--update-counts`).
+queue's under the `queue` key: the entry's `counts_section`): a change is a
+reviewed diff (`--update-counts`).
 
 A pass means "no property violated within these bounds" -- the configurations,
 vocabularies and depths listed in the bounds -- never "verified".
@@ -27,11 +30,13 @@ arguments):
                                            (coverage_summary() for the gate)
     python -m ci.explore --picture     regenerate ci/explore/graphs/picture.{dot,svg}
 
-`--subject affinity|queue` picks the subject (default affinity); the queue
-offers the default check, `--update-counts`, `--bench` and `--coverage` (its
-graph relabels payloads, so its paths are not replayed verbatim, and it has no
-model canaries or picture). `--bound NAME` (repeatable) restricts any command
-to some of the subject's bounds; `--profile NAME` picks the Hypothesis profile
+`--subject NAME` picks the subject (default affinity); every subject offers
+the default check, `--update-counts`, `--bench` and `--coverage`, and the
+commands its `Explorer.commands` names (affinity: `--replay`,
+`--counterexamples`, `--picture`; the queue's graph relabels payloads, so its
+paths are not replayed verbatim, and it has no model canaries or picture).
+`--bound NAME` (repeatable) restricts any command to some of the subject's
+bounds; `--profile NAME` picks the Hypothesis profile
 for `--coverage` (default: the selected one, `ci` unless told).
 """
 
@@ -44,14 +49,15 @@ import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from rich.console import Console
 from rich.table import Table
 
+from ci import subjects
 from ci.canaries.affinity import MODEL_CANARIES
 from ci.cli import OneLineParser, UsageError
-from ci.explore import queue_graph
+from ci.explore.bounds import BOUNDS, CI_BOUNDS, PICTURE_BOUND, bound_named
 from ci.explore.coverage import (
     Coverage,
     MachineRun,
@@ -62,10 +68,6 @@ from ci.explore.coverage import (
 from ci.explore.graph import Bound, Exploration, Violation, explore
 from ci.explore.paths import ReplayResult, edge_cover_paths, replay_paths
 from ci.explore.picture import to_dot, to_svg
-from ci.explore.queue_coverage import (
-    run_queue_machine,
-    run_restricted_queue_machine,
-)
 from ci.explore.queue_graph import (
     CI_QUEUE_BOUNDS,
     QUEUE_BOUNDS,
@@ -82,24 +84,6 @@ from ci.explore.shrink import (
     write_trace,
 )
 from ci.profiles import PROFILE_NAMES, selected_profile
-from model.affinity.ops import (
-    Abort,
-    Acquire,
-    Advance,
-    ApplyReplica,
-    Commit,
-    DropTable,
-    EnableReplication,
-    Invalidate,
-    Join,
-    NextVersion,
-    ObserveSequence,
-    Op,
-    PollWaiter,
-    Query,
-    Release,
-)
-from model.affinity.types import SECOND_NS, AffinityConfig, Mode, Target
 from properties import properties
 
 __all__ = [
@@ -120,204 +104,69 @@ __all__ = [
     "queue_bound_named",
 ]
 
-ExploreSubject = Literal["affinity", "queue"]
-SUBJECTS: tuple[ExploreSubject, ...] = get_args(ExploreSubject)
-QUEUE_SECTION = "queue"
-"""The key of `ci/explore/state_counts.json` under which the queue's counts sit."""
+DEFAULT_SUBJECT = "affinity"
+"""The subject explored when `--subject` is not given."""
 
 COUNTS_PATH = Path(__file__).with_name("state_counts.json")
 GRAPHS_DIR = Path(__file__).with_name("graphs")
 ARTIFACTS_DIR = Path(__file__).resolve().parents[1] / "artifacts" / "explore"
 
-LEASE_OPS: frozenset[type[Op]] = frozenset(
-    {Acquire, Join, Commit, Abort, Release, Invalidate, PollWaiter, Query, Advance}
-)
-"""Acquisition, joining, committing, letting go, waiting, reading and the clock."""
 
-REPLICA_OPS: frozenset[type[Op]] = frozenset(
-    {
-        Acquire,
-        Commit,
-        Release,
-        Query,
-        Advance,
-        ApplyReplica,
-        ObserveSequence,
-        EnableReplication,
-        NextVersion,
-        DropTable,
-    }
-)
-"""The request path plus replication, sequences and dropping the table."""
-
-PICTURE_OPS: frozenset[type[Op]] = frozenset({Acquire, Commit, Release, Query, Advance})
-"""One request's life: acquire, commit, release, read, let time pass."""
-
-_REPLICA_GOALS = (
-    "a_replica_update_met_an_initialization",
-    "a_replica_update_refreshed_a_binding",
-    "a_replica_update_replaced_a_live_binding",
-    "a_replica_update_replaced_an_expired_binding",
-    "a_replica_update_was_ignored_as_a_conflict",
-    "a_replica_update_was_refused_for_capacity",
-)
-_JOIN_GOALS = (
-    "a_join_bound_an_initialization",
-    "a_joined_initializer_committed",
-    "a_request_had_to_wait",
-    "a_waiter_was_woken",
-)
+def explorer(subject: str) -> subjects.Explorer:
+    """The registered explorer of `subject`; ValueError if it has none."""
+    found = subjects.entry(subject).explorer
+    if found is None:
+        raise ValueError(f"subject {subject!r} declares no explorer")
+    return found
 
 
-def _because(reason: str, *goals: str) -> dict[str, str]:
-    return dict.fromkeys(goals, reason)
-
-
-def _ttl_1s(**fields: Any) -> AffinityConfig:
-    """A one-second TTL: the reaper ticks every second, on Tokio's 1 ms grid."""
-    return AffinityConfig(ttl_ns=SECOND_NS, **fields)
-
-
-BOUNDS: tuple[Bound, ...] = (
-    Bound(
-        name="picture",
-        config=_ttl_1s(max_entries=1),
-        session_ids=("a",),
-        targets=(Target(1),),
-        op_types=PICTURE_OPS,
-        handles_max=1,
-        depth_max=3,
-        states_max=1_000,
-        goals_out_of_reach={
-            **_because("no ApplyReplica in this bound", *_REPLICA_GOALS),
-            **_because("no Join or second handle in this bound", *_JOIN_GOALS),
-            **_because(
-                "one session and one target",
-                "the_table_was_full",
-                "an_uncollected_expired_binding_blocked_a_new_session",
-                "a_hard_commit_elsewhere_was_refused",
-                "a_soft_commit_moved_a_binding",
-                "a_stale_lease_was_released",
-                "an_oversized_id_was_refused",
-            ),
-            **_because(
-                "an unleased binding needs acquire, commit, release: 3 steps",
-                "a_lookup_met_an_uncollected_binding_at_its_exact_deadline",
-                "an_expired_binding_awaited_collection",
-                "the_reaper_collected_a_binding",
-                "the_clock_landed_exactly_on_a_deadline",
-            ),
-        },
-    ),
-    Bound(
-        name="core",
-        config=_ttl_1s(max_entries=1, max_session_id_bytes=4),
-        session_ids=("a", "ßßß"),  # 1 and 6 UTF-8 bytes: the second is oversized
-        targets=(Target(1), Target(2)),
-        op_types=LEASE_OPS,
-        handles_max=2,
-        depth_max=5,
-        states_max=10_000,
-        goals_out_of_reach={
-            **_because("no ApplyReplica in this bound", *_REPLICA_GOALS),
-            **_because(
-                "one valid session id: a second session can never be refused",
-                "the_table_was_full",
-                "an_uncollected_expired_binding_blocked_a_new_session",
-            ),
-            **_because(
-                "hard mode: bindings never change version under a lease",
-                "a_soft_commit_moved_a_binding",
-                "a_stale_lease_was_released",
-            ),
-            **_because(
-                "a deadline off the reaper's grid needs an advance before the "
-                "binding: 6 steps",
-                "a_lookup_met_an_uncollected_binding_at_its_exact_deadline",
-            ),
-        },
-    ),
-    Bound(
-        name="replica",
-        config=_ttl_1s(max_entries=1),
-        session_ids=("a", "b"),
-        targets=(Target(1), Target(2)),
-        op_types=REPLICA_OPS,
-        handles_max=1,
-        depth_max=5,
-        states_max=50_000,
-        goals_out_of_reach={
-            **_because("no Join and one handle at a time", *_JOIN_GOALS),
-            **_because("hard mode", "a_soft_commit_moved_a_binding"),
-            **_because("every id fits", "an_oversized_id_was_refused"),
-        },
-    ),
-    Bound(
-        name="soft",
-        config=_ttl_1s(max_entries=1, mode=Mode.SOFT),
-        session_ids=("a", "b"),
-        targets=(Target(1, 0), Target(2, 0)),
-        op_types=LEASE_OPS,
-        handles_max=2,
-        depth_max=6,
-        states_max=50_000,
-        goals_out_of_reach={
-            **_because("no ApplyReplica in this bound", *_REPLICA_GOALS),
-            **_because("soft mode", "a_hard_commit_elsewhere_was_refused"),
-            **_because("every id fits", "an_oversized_id_was_refused"),
-        },
-    ),
-)
-"""The declared bounds, smallest first (the order ties are broken in)."""
-
-CI_BOUNDS = ("picture", "core")
-"""Bounds small enough for every push; the others run nightly (`slow`)."""
-
-PICTURE_BOUND = "picture"
-COVERAGE_BOUNDS = ("picture", "core")
-
-
-QUEUE_COVERAGE_BOUNDS = ("pair",)
-
-
-def bound_named(name: str) -> Bound:
-    """The declared bound called `name`; KeyError if there is none."""
-    for bound in BOUNDS:
-        if bound.name == name:
-            return bound
-    raise KeyError(f"no bound named {name!r}; known: {[b.name for b in BOUNDS]}")
-
-
-def subject_bounds(subject: ExploreSubject) -> tuple[BoundLike, ...]:
+def subject_bounds(subject: str) -> tuple[BoundLike, ...]:
     """The declared bounds of `subject`, smallest first."""
-    return QUEUE_BOUNDS if subject == "queue" else BOUNDS
+    bounds: tuple[BoundLike, ...] = explorer(subject).bounds()
+    return bounds
 
 
-def subject_of(bound: BoundLike) -> ExploreSubject:
-    """Which subject `bound` belongs to."""
-    return "queue" if isinstance(bound, QueueBound) else "affinity"
+def subject_of(bound: BoundLike) -> str:
+    """Which explorable subject declares `bound` (or one with its name and type)."""
+    for candidate in subjects.explorable():
+        if any(
+            type(declared) is type(bound) and declared.name == bound.name
+            for declared in explorer(candidate.name).bounds()
+        ):
+            return candidate.name
+    raise ValueError(f"no subject declares a bound like {bound!r}")
 
 
-def explore_bound(bound: BoundLike) -> AnyExploration:
-    """Enumerate a declared bound of either subject."""
-    if isinstance(bound, QueueBound):
-        return queue_graph.explore(bound)
-    assert isinstance(bound, Bound), f"not a declared bound: {bound!r}"
-    return explore(bound)
+def explore_bound(bound: BoundLike, subject: str | None = None) -> AnyExploration:
+    """Enumerate a declared bound of any explorable subject."""
+    enumerate_bound = explorer(subject or subject_of(bound)).explore()
+    exploration: AnyExploration = enumerate_bound(bound)
+    return exploration
 
 
 # ---- pinned counts ---------------------------------------------------------
 
 
+def _sections() -> set[str]:
+    """The keys of the counts file that hold a subject's rows, not a bound's."""
+    return {
+        section
+        for found in subjects.explorable()
+        if (section := explorer(found.name).counts_section) is not None
+    }
+
+
 def read_counts(
-    subject: ExploreSubject = "affinity", path: Path = COUNTS_PATH
+    subject: str = DEFAULT_SUBJECT, path: Path = COUNTS_PATH
 ) -> dict[str, dict[str, int]]:
     """The pinned counts per bound of `subject`."""
     pinned: dict[str, Any] = json.loads(path.read_text())
-    if subject == "queue":
-        queue: dict[str, dict[str, int]] = pinned.get(QUEUE_SECTION, {})
-        return queue
-    return {name: row for name, row in pinned.items() if name != QUEUE_SECTION}
+    section = explorer(subject).counts_section
+    if section is not None:
+        rows: dict[str, dict[str, int]] = pinned.get(section, {})
+        return rows
+    sections = _sections()
+    return {name: row for name, row in pinned.items() if name not in sections}
 
 
 def write_counts(
@@ -326,10 +175,9 @@ def write_counts(
     """Pin the counts of `explorations`, keeping other bounds' rows."""
     pinned: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
     for exploration in explorations:
-        bound = exploration.bound
-        queue = subject_of(bound) == "queue"
-        rows = pinned.setdefault(QUEUE_SECTION, {}) if queue else pinned
-        rows[bound.name] = exploration.counts()
+        section = explorer(exploration.subject).counts_section
+        rows = pinned if section is None else pinned.setdefault(section, {})
+        rows[exploration.bound.name] = exploration.counts()
     path.write_text(json.dumps(pinned, indent=2, sort_keys=True) + "\n")
 
 
@@ -348,7 +196,7 @@ def problems(
     found += [f"goal never reached: {goal}" for goal in missing]
     found += [f"goal declared out of reach but reached: {goal}" for goal in stale]
     bound = exploration.bound
-    if isinstance(bound, QueueBound) and exploration.horizon_states:
+    if explorer(exploration.subject).closes and exploration.horizon_states:
         found.append(
             f"the graph did not close within depth_max={bound.depth_max}: "
             f"{exploration.horizon_states} states left unexpanded"
@@ -360,9 +208,7 @@ def problems(
     return found
 
 
-def _exercise_table(
-    subject: ExploreSubject, explorations: Sequence[AnyExploration]
-) -> Table:
+def _exercise_table(subject: str, explorations: Sequence[AnyExploration]) -> Table:
     """Per `always` property and bound: non-vacuous states or edges (boundary)."""
     table = Table(
         title=(
@@ -385,7 +231,7 @@ def _exercise_table(
 
 
 def exercise_json(
-    subject: ExploreSubject, explorations: Sequence[AnyExploration]
+    subject: str, explorations: Sequence[AnyExploration]
 ) -> dict[str, Any]:
     """Per bound: its counts and, per `always` property, how often it was exercised."""
     return {
@@ -406,7 +252,7 @@ def exercise_json(
 
 
 def _check(
-    subject: ExploreSubject,
+    subject: str,
     bounds: Sequence[BoundLike],
     console: Console,
     json_path: Path | None = None,
@@ -421,7 +267,7 @@ def _check(
     failures: list[str] = []
     explorations = []
     for bound in bounds:
-        exploration = explore_bound(bound)
+        exploration = explore_bound(bound, subject)
         explorations.append(exploration)
         found = problems(exploration, pinned)
         failures += [f"{bound.name}: {problem}" for problem in found]
@@ -455,13 +301,13 @@ def _check(
 # ---- benchmark --------------------------------------------------------------
 
 
-def _bench(bounds: Sequence[BoundLike], console: Console) -> int:
+def _bench(subject: str, bounds: Sequence[BoundLike], console: Console) -> int:
     table = Table(title="Exploration speed (one process, wall clock)")
     for column in ("bound", "states", "edges", "seconds", "states/s", "edges/s"):
         table.add_column(column, justify="left" if column == "bound" else "right")
     for bound in bounds:
         started = time.perf_counter()
-        exploration = explore_bound(bound)
+        exploration = explore_bound(bound, subject)
         seconds = time.perf_counter() - started
         states = exploration.graph.number_of_nodes()
         edges = exploration.graph.number_of_edges()
@@ -572,12 +418,6 @@ def _artifact_dir() -> Path:
 # ---- coverage ---------------------------------------------------------------
 
 
-MACHINES = ("affinity", "restricted")
-"""`affinity`: the suite's machine, config pinned; `restricted`: the bound's ops."""
-
-QUEUE_MACHINES = ("queue", "restricted")
-"""`queue`: the suite's queue machine, profile pinned; `restricted`: the bound's ops."""
-
 _Runner = Callable[[Any, str], MachineRun[Any, Any]]
 
 
@@ -585,41 +425,43 @@ def _run_affinity_machine(bound: Bound, profile: str) -> MachineRun[Any, Any]:
     return run_machine(bound.config, profile)
 
 
-_RUNNERS: dict[tuple[ExploreSubject, str], _Runner] = {
-    ("affinity", "affinity"): _run_affinity_machine,
-    ("affinity", "restricted"): run_restricted_machine,
-    ("queue", "queue"): run_queue_machine,
-    ("queue", "restricted"): run_restricted_queue_machine,
+AFFINITY_RUNNERS: dict[str, _Runner] = {
+    "affinity": _run_affinity_machine,
+    "restricted": run_restricted_machine,
 }
+"""`affinity`: the suite's machine, config pinned; `restricted`: the bound's ops."""
 
 
-def subject_machines(subject: ExploreSubject) -> tuple[str, ...]:
+def subject_machines(subject: str) -> tuple[str, ...]:
     """The machines whose coverage of `subject`'s bounds is measured."""
-    return QUEUE_MACHINES if subject == "queue" else MACHINES
+    return tuple(explorer(subject).machines())
 
 
 def coverage(
-    bound: BoundLike, profile: str | None = None, machine: str | None = None
+    bound: BoundLike,
+    profile: str | None = None,
+    machine: str | None = None,
+    subject: str | None = None,
 ) -> Coverage:
     """How much of `bound` a Hypothesis machine covers (see `subject_machines`).
 
     `machine` defaults to the subject's own differential machine.
     """
-    subject = subject_of(bound)
-    chosen = machine or subject_machines(subject)[0]
-    runner = _RUNNERS.get((subject, chosen))
-    if runner is None:
-        known = subject_machines(subject)
+    subject = subject or subject_of(bound)
+    runners = explorer(subject).machines()
+    chosen = machine or next(iter(runners))
+    if chosen not in runners:
+        known = tuple(runners)
         raise ValueError(f"unknown {subject} machine {chosen!r}; known: {known}")
-    exploration = explore_bound(bound)
-    return measure(exploration, runner(bound, profile or selected_profile()))
+    exploration = explore_bound(bound, subject)
+    return measure(exploration, runners[chosen](bound, profile or selected_profile()))
 
 
 def coverage_summary(
     bounds: Sequence[str] | None = None,
     profile: str | None = None,
     machines: Sequence[str] | None = None,
-    subject: ExploreSubject = "affinity",
+    subject: str = DEFAULT_SUBJECT,
 ) -> list[dict[str, Any]]:
     """Plain data for the gate: per bound and machine, what was covered of what.
 
@@ -628,28 +470,29 @@ def coverage_summary(
     `affinity` runs the suite's machine (model against model, configuration
     pinned to the bound's); for the queue, `queue` runs the suite's queue
     machine with the bound's profile; `restricted` runs one rule per operation
-    type of the bound, inside it. `bounds` default to `COVERAGE_BOUNDS` (or
-    `QUEUE_COVERAGE_BOUNDS`), `machines` to all of the subject's, `profile` to
-    the selected Hypothesis profile.
+    type of the bound, inside it. `bounds` default to the explorer's
+    `coverage_bounds`, `machines` to all of the subject's, `profile` to the
+    selected Hypothesis profile.
     """
-    default = QUEUE_COVERAGE_BOUNDS if subject == "queue" else COVERAGE_BOUNDS
+    default = explorer(subject).coverage_bounds
     declared = {bound.name: bound for bound in subject_bounds(subject)}
     return [
-        {"subject": subject} | coverage(declared[name], profile, machine).as_dict()
+        {"subject": subject}
+        | coverage(declared[name], profile, machine, subject).as_dict()
         for name in bounds or default
         for machine in machines or subject_machines(subject)
     ]
 
 
 def _coverage(
-    subject: ExploreSubject,
+    subject: str,
     bounds: Sequence[BoundLike],
     profile: str | None,
     console: Console,
 ) -> int:
     machines = subject_machines(subject)
     for bound, machine in [(b, m) for b in bounds for m in machines]:
-        result = coverage(bound, profile, machine).as_dict()
+        result = coverage(bound, profile, machine, subject).as_dict()
         table = Table(
             title=(
                 f"{subject} {bound.name}, {machine} machine ({result['profile']}, "
@@ -713,14 +556,44 @@ COMMANDS = (
     "coverage",
     "picture",
 )
-AFFINITY_ONLY = ("replay", "counterexamples", "picture")
-"""Commands that need verbatim paths, model canaries or the picture bound."""
+OPTIONAL = ("replay", "counterexamples", "picture")
+"""Commands a subject offers only if its `Explorer.commands` names them."""
+
+
+def _run_replay(
+    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
+) -> int:
+    del args
+    return _replay(bounds, console)
+
+
+def _run_counterexamples(
+    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
+) -> int:
+    return _counterexamples(bounds, args.out or _artifact_dir(), console)
+
+
+def _run_picture(
+    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
+) -> int:
+    del bounds, args
+    return _picture(console)
+
+
+AFFINITY_COMMANDS: dict[str, subjects.ExploreCommand] = {
+    "replay": _run_replay,
+    "counterexamples": _run_counterexamples,
+    "picture": _run_picture,
+}
+"""The affinity explorer's own commands: verbatim edge replay on the crate, the
+model canaries' shortest counterexamples, the picture bound."""
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The parsed command line; `UsageError` (one line) for bad arguments."""
     parser = OneLineParser(prog="python -m ci.explore")
-    parser.add_argument("--subject", choices=SUBJECTS, default="affinity")
+    choices = [found.name for found in subjects.explorable()]
+    parser.add_argument("--subject", choices=choices, default=DEFAULT_SUBJECT)
     parser.add_argument("--bound", action="append", metavar="NAME")
     command = parser.add_mutually_exclusive_group()
     for name in COMMANDS:
@@ -744,10 +617,17 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
                 f"argument --bound: no {args.subject} bound named {name!r} "
                 f"(known: {', '.join(known)})"
             )
-    for name in AFFINITY_ONLY:
-        if args.subject != "affinity" and getattr(args, name):
+    for name in OPTIONAL:
+        if getattr(args, name) and name not in explorer(args.subject).commands():
             flag = name.replace("_", "-")
-            raise UsageError(f"argument --{flag}: applies to --subject affinity only")
+            offering = [
+                found.name
+                for found in subjects.explorable()
+                if name in explorer(found.name).commands()
+            ]
+            raise UsageError(
+                f"argument --{flag}: applies to --subject {', '.join(offering)} only"
+            )
     return args
 
 
@@ -758,7 +638,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"ci.explore: error: {error}", file=sys.stderr)
         return 2
-    subject: ExploreSubject = args.subject
+    subject: str = args.subject
     bounds = [
         b for b in subject_bounds(subject) if args.bound is None or b.name in args.bound
     ]
@@ -766,20 +646,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not console.is_terminal:
         console.width = 140  # logs: keep property names whole
     if args.update_counts:
-        write_counts([explore_bound(bound) for bound in bounds])
+        write_counts([explore_bound(bound, subject) for bound in bounds])
         console.print(f"wrote {subject} counts to {COUNTS_PATH}")
         return 0
     if args.bench:
-        return _bench(bounds, console)
+        return _bench(subject, bounds, console)
     if args.coverage:
         return _coverage(subject, bounds, args.profile, console)
-    affinity = [b for b in bounds if isinstance(b, Bound)]
-    if args.replay:
-        return _replay(affinity, console)
-    if args.counterexamples:
-        return _counterexamples(affinity, args.out or _artifact_dir(), console)
-    if args.picture:
-        return _picture(console)
+    for name in OPTIONAL:
+        if getattr(args, name):
+            return explorer(subject).commands()[name](bounds, args, console)
     return _check(subject, bounds, console, args.json)
 
 

@@ -165,9 +165,6 @@ class MachineStep(Generic[StateT, OpT]):
 class _RecordingMachine(AffinityMachine):
     """The affinity machine pinned to one configuration, recording every step."""
 
-    goals_reached: ClassVar[set[str]] = set()
-    rules_run: ClassVar[set[str]] = set()
-    steps_run: ClassVar[int] = 0
     pinned_config: ClassVar[AffinityConfig]
     recorded: ClassVar[list[MachineStep[AffinityState, Op]]]
     programs: ClassVar[int] = 0

@@ -26,6 +26,7 @@ shared measurement):
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar, cast
 
@@ -240,3 +241,10 @@ def run_restricted_queue_machine(
         profile,
         {"bound": bound},
     )
+
+
+QUEUE_RUNNERS: dict[str, Callable[[QueueBound, str], MachineRun[Any, Any]]] = {
+    "queue": run_queue_machine,
+    "restricted": run_restricted_queue_machine,
+}
+"""`queue`: the suite's queue machine, profile pinned; `restricted`: the bound's ops."""

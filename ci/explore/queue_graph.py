@@ -59,7 +59,7 @@ from model.queue.ops import Drain, Enqueue, PopNext, QueueOp, QueueOutcome, Reta
 from model.queue.table import ModelPolicyQueue, QueueState, initial_state
 from model.queue.types import ClassConfig, Dispatch, Worker
 from properties import Step
-from properties.queue.invariants import QueueView
+from properties.queue import QueueView
 from properties.registry import goals
 
 

@@ -1,4 +1,4 @@
-"""The breadth-first search both subjects share, over a small `Space` description.
+"""The breadth-first search every explored subject shares, over a `Space` description.
 
 A `Space` says everything the search needs to know about one subject (the
 affinity table, the policy queue) inside one bound: the initial state, the

@@ -97,9 +97,6 @@ def replay_command(path: Path, example: Counterexample) -> str:
 class _CountingMachine(AffinityMachine):
     """The differential machine, remembering each program's harness step count."""
 
-    goals_reached: ClassVar[set[str]] = set()
-    rules_run: ClassVar[set[str]] = set()
-    steps_run: ClassVar[int] = 0
     last_program_steps: ClassVar[int] = 0
 
     def teardown(self) -> None:

@@ -5,8 +5,8 @@
 
 PATH is a trace file or an artifact folder (its `trace.json`), or a concurrent
 history (`ci/replay/history.py`; a folder holding one: its `minimal.json`),
-which is checked again for linearizability against the model. Traces of either
-subject (the affinity table, the policy queue) replay alike: the program runs
+which is checked again for linearizability against the model. Traces of every
+registered subject (`ci.subjects`) replay alike: the program runs
 through the subject's `stateful.harness.Harness`, the very step the machines
 use -- the same operations, the same observations after each step, the same
 invariants.

@@ -10,7 +10,8 @@ Schema version 1, common to every subject (the envelope):
 
     format          "dynamo-verify-trace"
     schema_version  1
-    subject         which component the program drives: "affinity" or "queue";
+    subject         which component the program drives: a subject's name in the
+                    registry `ci.subjects` ("affinity", "queue", "replica");
                     "affinity-history" for a concurrent history of one table
                     (`ci/replay/history.py`: its steps are the calls threads
                     made, with their instants, not one program)
@@ -21,10 +22,10 @@ Schema version 1, common to every subject (the envelope):
 
 plus the subject's own keys (for "affinity": `config` and `session_pool`; for
 "queue": `profile`), decoded by the subject's trace kind (`ci/replay/affinity.py`,
-`ci/replay/queue.py`), the only places that know a subject's operations, values
-and model projection. A step may carry an optional `comment`. Affinity traces
-written before the queue kind existed are schema version 1 too and read
-unchanged.
+`ci/replay/queue.py`, `ci/replay/replica.py`), the only places that know a
+subject's operations, values and model projection. A step may carry an
+optional `comment`. Affinity traces written before the queue kind existed are
+schema version 1 too and read unchanged.
 
 Files are written with sorted keys, a two-space indent, UTF-8 and a final
 newline, so that two recordings of one program are byte-identical and a
@@ -39,7 +40,7 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -249,7 +250,7 @@ def read_steps(
     return steps
 
 
-def subject_of(document: object, known: Mapping[str, object]) -> str:
+def subject_of(document: object, known: Collection[str]) -> str:
     """The subject named by a parsed trace, checked against the `known` subjects."""
     if not isinstance(document, dict):
         raise TraceError("trace", f"expected an object, got {type_name(document)}")

@@ -5,20 +5,21 @@ session pool, for the queue its profile), the envelope of
 `ci/replay/envelope.py`, and the recorded steps: each operation with what the
 reference model answered and a small projection of the model after it. A
 subject's *trace kind* (`TraceKind`, one module per subject: `affinity.py`,
-`queue.py`) knows its setup keys, operations, values and projection, how to
-build its harness and which systems it can be replayed against; replay,
-minimization, artifacts and the corpus only talk to a kind.
+`queue.py`, `replica.py`; the subject registry `ci.subjects` names it) knows
+its setup keys, operations, values and projection, how to build its harness
+and which systems it can be replayed against; replay, minimization, artifacts
+and the corpus only talk to a kind.
 """
 
 from __future__ import annotations
 
-import importlib
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
+from ci import subjects
 from ci.replay.codec import Codec, OpCodec
 from ci.replay.envelope import (
     STEPS_MAX,
@@ -36,13 +37,6 @@ from ci.replay.envelope import (
     write_header,
 )
 from stateful.harness import Harness
-
-KINDS: Final[Mapping[str, str]] = {
-    "affinity": "ci.replay.affinity",
-    "queue": "ci.replay.queue",
-    "replica": "ci.replay.replica",
-}
-"""Subject name -> the module whose `KIND` reads and writes its traces."""
 
 
 @dataclass(frozen=True)
@@ -232,8 +226,8 @@ class TraceKind(ABC):
 
 
 def kind_of(subject: str) -> TraceKind:
-    """The trace kind of a subject named in `KINDS`."""
-    kind: TraceKind = importlib.import_module(KINDS[subject]).KIND
+    """The trace kind of a registered subject (`ci.subjects`)."""
+    kind: TraceKind = subjects.entry(subject).kind()
     return kind
 
 
@@ -241,7 +235,7 @@ def loads(text: str, source: str = "") -> Trace:
     """Decode a trace of any known subject from JSON text."""
     document = parse(text, source)
     try:
-        return kind_of(subject_of(document, KINDS)).decode(document)
+        return kind_of(subject_of(document, subjects.names())).decode(document)
     except TraceError as error:
         raise error.in_file(source) from None
 

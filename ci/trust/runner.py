@@ -1,4 +1,8 @@
-"""Start one `python -m pytest` process under `ci.trust.plugin`; read its result."""
+"""Start one `python -m pytest` process under `ci.trust.plugin`; read its result.
+
+Processes are started, tracked and ended by `ci.processes`, the runner the
+mutation sweep uses too.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +12,12 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
+from ci import processes
 from ci.trust.plugin import RUN_ENV, RunConfig
 from stateful.stats import STATS_ENV
 
@@ -28,10 +32,7 @@ PYTEST_OPTIONS: Final[tuple[str, ...]] = (
     "-rN",
 )
 RUN_TIMEOUT_S: Final[int] = 6 * 60 * 60
-STOP_GRACE_S: Final[int] = 30
-
-_live: set[subprocess.Popen[str]] = set()
-_live_lock = threading.Lock()
+STOP_GRACE_S: Final[int] = processes.STOP_GRACE_S
 
 
 @dataclass(frozen=True)
@@ -103,40 +104,20 @@ def start(
     environment = {**os.environ, **(env or {}), RUN_ENV: config.to_env()}
     # A gate run's statistics are the gate's tests, not the runs they start.
     environment.pop(STATS_ENV, None)
-    log = (work / "pytest.log").open("w", encoding="utf-8")
-    with log, _live_lock:
-        process = subprocess.Popen(  # noqa: S603 - our own interpreter and node ids
-            pytest_command(nodeids, seed, python),
-            cwd=REPO_ROOT,
-            env=environment,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
+    with (work / "pytest.log").open("w", encoding="utf-8") as log:
+        return processes.spawn(
+            pytest_command(nodeids, seed, python), REPO_ROOT, environment, log
         )
-        _live.add(process)
-        return process
 
 
 def stop(process: subprocess.Popen[str]) -> None:
     """End a started run and everything it started (its own process group)."""
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=STOP_GRACE_S)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-    with _live_lock:
-        _live.discard(process)
+    processes.stop(process, STOP_GRACE_S)
 
 
 def stop_all() -> None:
     """End every run this process started and has not collected."""
-    with _live_lock:
-        started = sorted(_live, key=lambda process: process.pid)
-    for process in started:
-        stop(process)
+    processes.stop_all(STOP_GRACE_S)
 
 
 def stop_on_sigterm() -> None:
@@ -151,8 +132,7 @@ def stop_on_sigterm() -> None:
 def collect(process: subprocess.Popen[str], work: Path) -> PytestRun:
     """Wait for a started run and read its result file."""
     returncode = process.wait()
-    with _live_lock:
-        _live.discard(process)
+    processes.forget(process)
     output = (work / "pytest.log").read_text(encoding="utf-8", errors="replace")
     result_file = work / "result.json"
     if not result_file.exists():

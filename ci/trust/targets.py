@@ -1,70 +1,45 @@
 """The named targets of `ci.fuzz`, `ci.soak` and `ci.determinism`: pytest node ids.
 
 A target is one pytest test that runs a machine under the loaded Hypothesis
-settings. The crate targets are the machines' own tests (`stateful/`); the
-canary targets (`ci/trust/canary_targets.py`) are broken on purpose.
+settings. Each subject declares its own in the subject registry
+(`ci.subjects`): the machines' own tests (`stateful/`) and the subject's
+canary targets (`ci/trust/canary_targets.py`, broken on purpose). The
+hash-order canary belongs to no subject and is declared here.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Final
 
+from ci import subjects
+from ci.subjects import Target
 
-@dataclass(frozen=True)
-class Target:
-    """One test to fuzz, soak or run twice."""
+__all__ = [
+    "CANARY_FILE",
+    "CRATE_TARGETS",
+    "TARGETS",
+    "Target",
+    "UnknownTargetError",
+    "resolve",
+]
 
-    name: str
-    nodeid: str
-    description: str
-    canary: bool = False
+CANARY_FILE: Final[str] = "ci/trust/canary_targets.py"
 
-
-_CANARY_FILE: Final[str] = "ci/trust/canary_targets.py"
+_UNOWNED: Final[tuple[Target, ...]] = (
+    Target(
+        "canary-hash-order",
+        f"{CANARY_FILE}::test_the_hash_order_canary_runs_the_same_program_twice",
+        "canary: programs drawn from a set of strings (hash order)",
+        canary=True,
+    ),
+)
 
 TARGETS: Final[dict[str, Target]] = {
-    target.name: target
-    for target in (
-        Target(
-            "affinity",
-            "stateful/test_affinity_machine.py::"
-            "test_the_crate_agrees_with_the_model_and_every_goal_is_reached",
-            "the affinity machine against the crate (runtime clock)",
-        ),
-        Target(
-            "queue",
-            "stateful/test_queue_machine.py::"
-            "test_the_crate_agrees_with_the_model_and_every_goal_is_reached",
-            "the policy-queue machine against the crate",
-        ),
-        Target(
-            "queue-model",
-            "stateful/test_queue_machine.py::"
-            "test_the_model_agrees_with_a_second_model_and_every_goal_is_reached",
-            "the policy-queue machine, model against model (no extension)",
-        ),
-        Target(
-            "canary-late-expiry",
-            f"{_CANARY_FILE}::test_the_late_expiry_canary_agrees_with_the_model",
-            "canary: the crate serving a binding 1 ns past its deadline",
-            canary=True,
-        ),
-        Target(
-            "canary-plain-rotation",
-            f"{_CANARY_FILE}::test_the_plain_rotation_canary_agrees_with_the_model",
-            "canary: a queue in plain rotation (no extension)",
-            canary=True,
-        ),
-        Target(
-            "canary-hash-order",
-            f"{_CANARY_FILE}::test_the_hash_order_canary_runs_the_same_program_twice",
-            "canary: programs drawn from a set of strings (hash order)",
-            canary=True,
-        ),
-    )
+    target.name: target for target in (*subjects.targets(), *_UNOWNED)
 }
-CRATE_TARGETS: Final[tuple[str, ...]] = ("affinity", "queue")
+CRATE_TARGETS: Final[tuple[str, ...]] = tuple(
+    target.name for target in TARGETS.values() if target.default
+)
 """What fuzzing and the soak run by default: the machines against the crate."""
 
 

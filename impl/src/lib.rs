@@ -4,7 +4,7 @@
 //! that the crate consumes by move) and the paused Tokio clock that drives the
 //! runtime-clock table deterministically.
 //!
-//! Only `impl/adapter.py` imports this module.
+//! Only the `impl/adapter/` package imports this module.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

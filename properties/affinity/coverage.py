@@ -22,11 +22,10 @@ from model.affinity.table import (
     Binding,
     InitHandle,
     LeaseHandle,
-    cleanup_period_ns,
-    reaper_period_ns,
 )
 from model.affinity.types import Mode, ReplicaOutcome, Wait
 from properties.affinity._cites import AFFINITY, CRATE, INIT, INNER, LEASE, MODEL, TABLE
+from properties.affinity._terms import cleanup_period_ns, expired, reaper_period_ns
 from properties.registry import Step, register
 
 NO_CLEANUP_INSTANT = "every advance is a cleanup instant"
@@ -68,7 +67,7 @@ def a_lease_kept_a_binding_past_its_ttl(state: AffinityState) -> bool:
 @register("affinity", "sometimes", "state", reads=REAP_READS, guards=REAP_GUARDS)
 def an_expired_binding_awaited_collection(state: AffinityState) -> bool:
     """An expired, unleased binding was still counted, waiting for the reaper."""
-    return any(state.is_expired(entry) for _, entry in state.entries)
+    return any(expired(state, entry) for _, entry in state.entries)
 
 
 @register(
@@ -95,7 +94,7 @@ def an_uncollected_expired_binding_blocked_a_new_session(step: Step) -> bool:
     return (
         isinstance(step.op, Acquire)
         and step.outcome.error == "ResourceExhausted"
-        and any(step.before.is_expired(entry) for _, entry in step.before.entries)
+        and any(expired(step.before, entry) for _, entry in step.before.entries)
     )
 
 

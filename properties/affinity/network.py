@@ -39,6 +39,7 @@ from model.affinity.types import ReplicaOutcome
 from model.replica.network import Message, NetworkState
 from model.replica.ops import Call, Deliver, Duplicate, HealAndFlush, NetworkOutcome
 from properties.affinity._cites import AFFINITY, INNER, LEASE, TABLE
+from properties.affinity._terms import live_binding
 from properties.registry import Step, register
 
 READS = (
@@ -86,7 +87,7 @@ def live_sessions(state: NetworkState) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
     for replica, table in enumerate(state.replicas):
         for session_id, _ in table.entries:
-            if state.live_binding(replica, session_id) is not None:
+            if live_binding(state.replicas[replica], session_id) is not None:
                 found.setdefault(session_id, []).append(replica)
     return dict(sorted(found.items()))
 
@@ -164,8 +165,8 @@ def a_delivery_never_lowers_a_live_version(step: Step) -> bool:
     after: NetworkState = step.after
     for replica in range(len(before.replicas)):
         for session_id, _ in before.replicas[replica].entries:
-            was = before.live_binding(replica, session_id)
-            now = after.live_binding(replica, session_id)
+            was = live_binding(before.replicas[replica], session_id)
+            now = live_binding(after.replicas[replica], session_id)
             if was is not None and (now is None or now.version < was.version):
                 return False
     return True
@@ -216,7 +217,7 @@ def replicas_agree_after_a_heal_and_flush(step: Step) -> bool:
     for session_id, serving in live_sessions(after).items():
         copies = set()
         for replica in serving:
-            binding = after.live_binding(replica, session_id)
+            binding = live_binding(after.replicas[replica], session_id)
             assert binding is not None
             copies.add((binding.target, binding.version))
         if len(copies) != 1:

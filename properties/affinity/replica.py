@@ -6,6 +6,7 @@ from model.affinity.ops import ApplyReplica
 from model.affinity.table import Binding, Entry, Initializing
 from model.affinity.types import ReplicaOutcome
 from properties.affinity._cites import AFFINITY, INNER, TABLE
+from properties.affinity._terms import expired
 from properties.registry import Step, register
 
 READS = (f"{TABLE}.apply_replica_update",)
@@ -17,7 +18,7 @@ def _live_updates(step: Step) -> list[tuple[Binding, Entry | None]]:
     if not isinstance(step.op, ApplyReplica):
         return []
     before = step.before.entry(step.op.session_id)
-    if not isinstance(before, Binding) or step.before.is_expired(before):
+    if not isinstance(before, Binding) or expired(step.before, before):
         return []
     return [(before, step.after.entry(step.op.session_id))]
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from model.affinity.ops import Acquire, Advance, CrateAdvance, Query
-from model.affinity.table import CLOCK_NS_MAX, AffinityState, Binding, is_expired_at
+from model.affinity.table import CLOCK_NS_MAX, AffinityState, Binding
 from model.affinity.types import Bound, Target
 from properties.affinity._cites import AFFINITY, INIT, LEASE, MODEL, TABLE
 from properties.affinity._steps import (
@@ -11,6 +11,7 @@ from properties.affinity._steps import (
     bindings,
     bindings_survive,
 )
+from properties.affinity._terms import expired, expired_at
 from properties.registry import Step, register
 
 
@@ -142,7 +143,7 @@ def a_reap_met_an_expired_binding(step: Step) -> bool:
     """A reap ran while an unleased binding had reached its deadline."""
     reaped_at_ns = step.after.last_reap_ns
     return reaped_at_ns > step.before.last_reap_ns and any(
-        is_expired_at(entry, reaped_at_ns) for _, entry in step.before.entries
+        expired_at(entry, reaped_at_ns) for _, entry in step.before.entries
     )
 
 
@@ -169,9 +170,7 @@ def a_reap_collects_every_expired_binding(step: Step) -> bool:
     if step.after.last_reap_ns <= step.before.last_reap_ns:
         return True
     reaped_at_ns = step.after.last_reap_ns
-    return not any(
-        is_expired_at(entry, reaped_at_ns) for _, entry in step.after.entries
-    )
+    return not any(expired_at(entry, reaped_at_ns) for _, entry in step.after.entries)
 
 
 def _served(step: Step) -> Target | None:
@@ -188,7 +187,7 @@ def a_lookup_named_a_session_without_a_live_binding(step: Step) -> bool:
     if not isinstance(step.op, Acquire | Query):
         return False
     entry = step.before.entry(step.op.session_id)
-    return not isinstance(entry, Binding) or step.before.is_expired(entry)
+    return not isinstance(entry, Binding) or expired(step.before, entry)
 
 
 def a_lookup_met_a_binding_at_its_exact_deadline(step: Step) -> bool:
@@ -217,7 +216,7 @@ def an_expired_binding_is_never_served(step: Step) -> bool:
     if _served(step) is None:
         return True
     entry = step.before.entry(step.op.session_id)
-    return isinstance(entry, Binding) and not step.before.is_expired(entry)
+    return isinstance(entry, Binding) and not expired(step.before, entry)
 
 
 def an_accepted_lookup_met_a_live_binding(step: Step) -> bool:
@@ -225,7 +224,7 @@ def an_accepted_lookup_met_a_live_binding(step: Step) -> bool:
     if not isinstance(step.op, Acquire | Query) or not step.outcome.ok:
         return False
     entry = step.before.entry(step.op.session_id)
-    return isinstance(entry, Binding) and not step.before.is_expired(entry)
+    return isinstance(entry, Binding) and not expired(step.before, entry)
 
 
 def a_lookup_met_a_binding_in_its_last_nanosecond(step: Step) -> bool:
@@ -254,6 +253,6 @@ def a_live_binding_is_always_served(step: Step) -> bool:
     if not isinstance(step.op, Acquire | Query) or not step.outcome.ok:
         return True
     entry = step.before.entry(step.op.session_id)
-    if not isinstance(entry, Binding) or step.before.is_expired(entry):
+    if not isinstance(entry, Binding) or expired(step.before, entry):
         return True
     return _served(step) == entry.target

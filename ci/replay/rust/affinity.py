@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from ci.replay.affinity import KIND, AffinitySetup, created_handle, used_handle
+from ci.replay.rust.clock import clock_moves
 from ci.replay.rust.emit import (
     CRATE,
     Capabilities,
@@ -96,44 +97,10 @@ from stateful.affinity_subject import Observation, SessionView
 AFFINITY: Final[str] = "dynamo_kv_router::services::selection::affinity"
 SEQUENCE_OFFSET: Final[int] = 2**62
 """As the adapter's: crate sequence = trace sequence + 2^62."""
-MILLISECOND_NS: Final[int] = 1_000_000
 SETTLE_YIELDS: Final[int] = 16
 """The binding's `settle()`: yields after every clock move."""
 BINDING_REFUSALS: Final[frozenset[str]] = frozenset({"HandleError", "Unsupported"})
 """Error kinds raised by the binding before the crate is called."""
-
-
-ClockMove = tuple[str, int]
-"""("sleep_until", ns since the origin) or a step ("to the 1 ms grid" or
-"the sub-millisecond rest", by ns): `tokio::time::advance`, no timer fires."""
-TO_GRID: Final[str] = "Step to the 1 ms timer grid"
-REST: Final[str] = "The sub-millisecond rest"
-
-
-def clock_moves(from_ns: int, to_ns: int) -> list[ClockMove]:
-    """How the binding's `advance_clock` moves the paused clock, in order.
-
-    Tokio's timers fire on a 1 ms grid from the runtime's start, and
-    auto-advancing from a point off the grid overshoots. So: step (no
-    auto-advance) to the next grid point if off it, sleep until the last grid
-    point at or before the target (auto-advance visits every timer on the way,
-    each at its own instant), then step the sub-millisecond rest.
-    """
-    moves: list[ClockMove] = []
-    at = from_ns
-    if at % MILLISECOND_NS:
-        next_grid = at - at % MILLISECOND_NS + MILLISECOND_NS
-        step_to = min(next_grid, to_ns)
-        if step_to > at:
-            moves.append((TO_GRID if step_to == next_grid else REST, step_to - at))
-        at = max(at, step_to)
-    grid = to_ns - to_ns % MILLISECOND_NS
-    if grid > at:
-        moves.append(("sleep_until", grid))
-        at = grid
-    if to_ns > at:
-        moves.append((REST, to_ns - at))
-    return moves
 
 
 @dataclass

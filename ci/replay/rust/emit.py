@@ -9,22 +9,23 @@ step, each under a comment giving the step number and the operation as the
 replay table names it. Assertions name their step in their message.
 
 Each subject writes its own body (`ci/replay/rust/affinity.py`,
-`ci/replay/rust/queue.py`); `export` picks the subject's writer. A step the
+`ci/replay/rust/queue.py`); `export` picks the writer the subject registry
+(`ci.subjects`, `rust_writer`) names. A step the
 target cannot express is an `ExportError` naming the step and what is
 missing, raised before anything is written: there is never partial output.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 import subprocess
 import tomllib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+from ci import subjects
 from ci.replay.envelope import trace_path
 
 if TYPE_CHECKING:
@@ -42,11 +43,6 @@ TESTING_MARK: Final[str] = "// testing"
 REPEAT_MIN: Final[int] = 17
 """A string of one character repeated this often is written as `"x".repeat(n)`."""
 SECOND_NS: Final[int] = 1_000_000_000
-WRITERS: Final[Mapping[str, str]] = {
-    "affinity": "ci.replay.rust.affinity",
-    "queue": "ci.replay.rust.queue",
-}
-"""Subject name -> the module whose `write(trace, name, capabilities)` exports it."""
 
 
 class ExportError(Exception):
@@ -310,9 +306,10 @@ def rustfmt(source: str) -> str:
 def export(trace: Trace, name: str, capabilities: CapabilitiesSource) -> str:
     """The trace as one formatted Rust test named `name`."""
     subject = trace.header.subject
-    if subject not in WRITERS:
+    writer_of = subjects.entry(subject).rust_writer
+    if writer_of is None:
         raise ExportError(f"{subject} traces have no Rust export")
-    writer = importlib.import_module(WRITERS[subject])
+    writer = writer_of()
     test: RustTest = writer.write(trace, test_name(name), capabilities)
     return rustfmt(test.render())
 

@@ -1,0 +1,59 @@
+"""The adapter: the crate's tables behind the model's Protocols.
+
+This package holds the only modules that import the compiled `impl._native`
+extension, one per source file of the binding (`impl/src/`): `lib` (build
+facts, errors, value conversions), `affinity` (`NativeAffinity`),
+`concurrent` (`run_concurrent`) and `queue` (`NativePolicyQueue`). They
+convert Python values to the binding's tuples and back, map the binding's
+exceptions onto `model.errors`, and hide one nondeterminism of the crate:
+
+* Sequence numbers. A runtime-clock table starts its version sequence at the
+  UNIX time in nanoseconds (the wall clock). Right after construction the
+  adapter calls `observe_replica_sequence(SEQUENCE_OFFSET)`, which moves the
+  crate's next sequence to exactly `SEQUENCE_OFFSET + 1`, and reports every
+  sequence shifted down by `SEQUENCE_OFFSET` (and shifts replica sequences up),
+  so the model sees local sequences 1, 2, 3, ... as on a manual-clock table.
+  `SEQUENCE_OFFSET` (2**62) exceeds the wall clock in nanoseconds until 2116.
+"""
+
+from impl.adapter.affinity import (
+    NativeAffinity,
+    crate_default_config,
+    parse_mode,
+    raw_next_sequence_probe,
+    subagent_group_affinity_id,
+)
+from impl.adapter.concurrent import (
+    CONCURRENT_OPS_MAX,
+    CONCURRENT_THREADS_MAX,
+    run_concurrent,
+)
+from impl.adapter.lib import (
+    CLOCK_NS_MAX,
+    CRATE_SOURCE,
+    CRATE_VERSION,
+    HAS_MANUAL_CLOCK,
+    SEQUENCE_MODEL_MAX,
+    SEQUENCE_OFFSET,
+)
+from impl.adapter.queue import HAS_QUEUE_RECHECK, NativePolicyQueue, token_snapshot
+
+__all__ = [
+    "CLOCK_NS_MAX",
+    "CONCURRENT_OPS_MAX",
+    "CONCURRENT_THREADS_MAX",
+    "CRATE_SOURCE",
+    "CRATE_VERSION",
+    "HAS_MANUAL_CLOCK",
+    "HAS_QUEUE_RECHECK",
+    "SEQUENCE_MODEL_MAX",
+    "SEQUENCE_OFFSET",
+    "NativeAffinity",
+    "NativePolicyQueue",
+    "crate_default_config",
+    "parse_mode",
+    "raw_next_sequence_probe",
+    "run_concurrent",
+    "subagent_group_affinity_id",
+    "token_snapshot",
+]

@@ -1,0 +1,74 @@
+"""What the adapter's modules share (`impl/src/lib.rs`): versions, errors, values.
+
+The binding's build facts, the translation of its exceptions into
+`model.errors`, and the conversions of targets and sequences.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Final
+
+from impl import _native
+from model.affinity.types import (
+    Target,
+)
+from model.errors import (
+    AffinityError,
+    DroppedError,
+    HandleError,
+    InvalidArgumentError,
+    ResourceExhaustedError,
+    RustPanicError,
+)
+
+CRATE_VERSION: Final[str] = _native.CRATE_VERSION
+CRATE_SOURCE: Final[str] = _native.CRATE_SOURCE
+HAS_MANUAL_CLOCK: Final[bool] = _native.HAS_MANUAL_CLOCK
+CLOCK_NS_MAX: Final[int] = _native.CLOCK_NS_MAX
+SEQUENCE_OFFSET: Final[int] = 2**62
+"""Crate sequence = model sequence + SEQUENCE_OFFSET (see the module docstring)."""
+SEQUENCE_MODEL_MAX: Final[int] = 2**64 - 1 - SEQUENCE_OFFSET
+"""The largest model-side sequence that maps onto a crate `u64`."""
+
+_ERRORS: Final[tuple[tuple[type[BaseException], Callable[[str], Exception]], ...]] = (
+    (_native.InvalidArgument, InvalidArgumentError),
+    (_native.ResourceExhausted, ResourceExhaustedError),
+    (_native.Dropped, DroppedError),
+    (_native.HandleError, HandleError),
+    (_native.RustPanic, RustPanicError),
+)
+
+
+@contextmanager
+def _translated() -> Iterator[None]:
+    """Re-raise the binding's exceptions as `model.errors` classes."""
+    try:
+        yield
+    except _native.AffinityError as error:
+        for native, ours in _ERRORS:
+            if isinstance(error, native):
+                raise ours(str(error)) from error
+        raise AffinityError(str(error)) from error
+    except (_native.HandleError, _native.RustPanic) as error:
+        for native, ours in _ERRORS:
+            if isinstance(error, native):
+                raise ours(str(error)) from error
+        raise
+    except OverflowError as error:
+        raise InvalidArgumentError(
+            f"value out of the crate's range: {error}"
+        ) from error
+
+
+def _target_out(target: Target) -> tuple[int, int | None]:
+    return (target.worker, target.rank)
+
+
+def _target_in(raw: tuple[int, int | None]) -> Target:
+    return Target(worker=raw[0], rank=raw[1])
+
+
+def _sequence_in(crate_sequence: int) -> int:
+    return crate_sequence - SEQUENCE_OFFSET
