@@ -412,6 +412,7 @@ def _concurrency(records: list[dict[str, Any]]) -> Table:
             str(record["undecided"]),
             str(record["not_linearizable"]),
         )
+    return table
 
 
 REPLICA_NETWORK_ROWS: Final[tuple[tuple[str, str], ...]] = (

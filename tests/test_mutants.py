@@ -13,6 +13,7 @@ import pytest
 
 from ci.build_local import (
     IMPL,
+    REPO,
     is_link_failure,
     path_dependency_manifest,
     pinned_source,
@@ -259,7 +260,7 @@ def test_the_default_selection_names_existing_tests(relative: str) -> None:
     """Every default test path for a mutated file matches this checkout."""
     config, _ = mutants.parse_args([])
 
-    paths = mutants.pytest_paths(config, relative, mutants.REPO)
+    paths = mutants.pytest_paths(config, relative, REPO)
 
     assert paths[0].startswith("stateful/test_")
     assert all("::" in path or path.endswith(".py") for path in paths)

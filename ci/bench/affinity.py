@@ -26,13 +26,11 @@ if TYPE_CHECKING:
 
 
 def _rate(factory: SutFactory, examples: int) -> tuple[int, float]:
-    machine = type(
-        "BenchAffinityMachine",
-        (AffinityMachine,),
-        {
-            "factory": factory,
-        },
-    )
+    class BenchAffinityMachine(AffinityMachine):
+        """The affinity machine over the benchmarked table."""
+
+    machine = BenchAffinityMachine
+    machine.factory = factory
     started = time.perf_counter()
     run_state_machine_as_test(
         machine,

@@ -48,13 +48,11 @@ CLASSES = (
 
 
 def _machine_rate(factory: Callable[[ProfileSpec], PolicyQueueApi]) -> float:
-    machine = type(
-        "BenchQueueMachine",
-        (QueueMachine,),
-        {
-            "factory": staticmethod(factory),
-        },
-    )
+    class BenchQueueMachine(QueueMachine):
+        """The queue machine over the benchmarked queue."""
+
+    machine = BenchQueueMachine
+    machine.factory = factory
     started = time.perf_counter()
     run_state_machine_as_test(machine, settings=settings())
     elapsed = time.perf_counter() - started

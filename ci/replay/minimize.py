@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from ci.replay.command import UsageError, build_parser, factory_for, replay
+from ci.cli import UsageError
+from ci.replay.command import build_parser, factory_for, replay
 from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, Trace, load, save
 
