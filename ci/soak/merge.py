@@ -1,6 +1,6 @@
 """Soak reports run in pieces, merged into one.
 
-    python -m ci.soak merge DIR... [--out DIR]
+    python -m ci.soak merge DIR... [--out DIR] [--mixed-code] [--repo DIR]
 
 Each DIR is a soak folder (holding `report.json`) or a `soak/` folder whose
 `latest` is taken. The pieces must have measured the same thing -- profile,
@@ -18,6 +18,8 @@ files), the pieces clean, and their crate source and version alike. A commit
 that changed only documentation keeps a soak mergeable; one that changed a
 machine, the model, a property or the binding does not. `--mixed-code` merges
 such pieces anyway and says so (`code_under_test.one_version` false).
+`--repo` names the git repository that holds the pieces' commits (default:
+this checkout).
 """
 
 from __future__ import annotations
@@ -230,9 +232,12 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("folders", type=Path, nargs="+")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--mixed-code", action="store_true")
+    parser.add_argument("--repo", type=Path, default=REPO_ROOT)
     try:
         arguments = parser.parse_args(argv)
-        document = merge(arguments.folders, mixed_code=arguments.mixed_code)
+        document = merge(
+            arguments.folders, repo=arguments.repo, mixed_code=arguments.mixed_code
+        )
     except UsageError as error:
         print(f"{command.PROG}: merge: {error}", file=sys.stderr)
         return command.EXIT_USAGE
