@@ -1,0 +1,89 @@
+"""Every `python -m` command refuses bad arguments and unwritable outputs in one line.
+
+The contract (README, "Two commands"): a usage error is exit 2 with exactly
+one line on stderr, never a traceback, and a refused command changes no file.
+Each case below was, before its fix, a traceback, argparse's multi-line usage,
+or a command that ran with an argument it ignored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from command_support import run_module
+
+from ci.cli import UsageError, output_file, output_folder
+
+COMMAND_TIMEOUT_S = 120
+NOT_A_FOLDER = "{file}/below"
+"""An output path under a regular file: no folder can be made there."""
+
+CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("ci.gate", ("--profile", "pr", "-n", "0x"), "argument -n: not a whole number"),
+    ("ci.gate", ("--profile", "pr", "-n", "-2"), "argument -n: must be at least 1"),
+    (
+        "ci.gate",
+        ("--profile", "pr", "--junit", NOT_A_FOLDER + "/junit.xml"),
+        "is not a folder",
+    ),
+    ("ci.gate", ("--profile", "pr", "--artifacts", NOT_A_FOLDER), "is not a folder"),
+)
+"""(module, arguments, what the one line says); `{file}` is a regular file."""
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "says"),
+    [pytest.param(*case, id=f"{case[0]} {' '.join(case[1])}") for case in CASES],
+)
+def test_a_refused_command_says_why_in_one_line_and_changes_nothing(
+    module: str, argv: tuple[str, ...], says: str, tmp_path: Path
+) -> None:
+    """Exit 2, one stderr line naming the problem, no traceback, no new file."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder\n")
+    before = sorted(tmp_path.rglob("*"))
+
+    completed = run_module(
+        module,
+        *[arg.format(file=blocker) for arg in argv],
+        timeout_s=COMMAND_TIMEOUT_S,
+    )
+
+    assert 2 == completed.returncode, completed.stderr
+    assert 1 == len(completed.stderr.splitlines()), completed.stderr
+    assert says in completed.stderr
+    assert "Traceback" not in completed.stdout + completed.stderr
+    assert before == sorted(tmp_path.rglob("*"))
+
+
+def test_an_output_folder_under_a_file_is_refused_naming_both(tmp_path: Path) -> None:
+    """The message names the flag, the path asked for, and the file in the way."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+
+    with pytest.raises(UsageError) as refused:
+        output_folder(blocker / "out", "--out")
+
+    assert f"--out {blocker / 'out'}: {blocker} is not a folder" == str(refused.value)
+
+
+def test_an_output_file_that_is_a_folder_is_refused(tmp_path: Path) -> None:
+    """A file output cannot replace a folder."""
+    with pytest.raises(UsageError) as refused:
+        output_file(tmp_path, "--json")
+
+    assert f"--json {tmp_path}: is a folder, not a file" == str(refused.value)
+
+
+def test_outputs_that_can_be_made_are_accepted_and_nothing_is_created(
+    tmp_path: Path,
+) -> None:
+    """A missing folder chain or an existing file passes; the check creates nothing."""
+    existing = tmp_path / "report.json"
+    existing.write_text("{}")
+
+    assert tmp_path / "a" / "b" == output_folder(tmp_path / "a" / "b", "--out")
+    assert existing == output_file(existing, "--json")
+    assert tmp_path / "c" / "d.xml" == output_file(tmp_path / "c" / "d.xml", "--junit")
+    assert [existing] == sorted(tmp_path.rglob("*"))
