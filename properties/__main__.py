@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 from properties import properties
 from properties.citations import (
@@ -106,9 +107,20 @@ def markdown(crate: Path | None = None) -> str:
     return "\n".join(lines)
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line and exit 2, as `ci.cli.OneLineParser` makes it.
+
+    This package sits below `ci` in the import layers and cannot import it.
+    """
+
+    def error(self, message: str) -> NoReturn:
+        """Print one line, not argparse's usage, and exit 2."""
+        self.exit(2, f"python -m properties: error: {message}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the catalogue as text or Markdown."""
-    parser = argparse.ArgumentParser(prog="python -m properties")
+    parser = _OneLineParser(prog="python -m properties")
     parser.add_argument("--markdown", action="store_true", help="print Markdown")
     args = parser.parse_args(argv)
     if args.markdown:

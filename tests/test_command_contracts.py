@@ -28,6 +28,11 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         "is not a folder",
     ),
     ("ci.gate", ("--profile", "pr", "--artifacts", NOT_A_FOLDER), "is not a folder"),
+    ("ci.bench.affinity", ("--examples", "0"), "must be at least 1: 0"),
+    ("ci.bench.affinity", ("extra",), "unrecognized arguments: extra"),
+    ("ci.bench.queue", ("extra",), "unrecognized arguments: extra"),
+    ("ci.production", ("--markdown",), "unrecognized arguments: --markdown"),
+    ("properties", ("extra",), "unrecognized arguments: extra"),
 )
 """(module, arguments, what the one line says); `{file}` is a regular file."""
 
