@@ -33,6 +33,14 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.bench.queue", ("extra",), "unrecognized arguments: extra"),
     ("ci.production", ("--markdown",), "unrecognized arguments: --markdown"),
     ("properties", ("extra",), "unrecognized arguments: extra"),
+    ("ci.build_local", ("--bogus",), "unrecognized arguments: --bogus"),
+    ("ci.build_local", ("--pinned", "--features", "manual-clock"), "drop --features"),
+    ("ci.build_local", ("--source", "{file}"), "no Cargo.toml there"),
+    (
+        "ci.build_local",
+        ("--source", "{file}", "--into", NOT_A_FOLDER),
+        "--into {file}/below: {file} is not a folder",
+    ),
 )
 """(module, arguments, what the one line says); `{file}` is a regular file."""
 
@@ -57,7 +65,7 @@ def test_a_refused_command_says_why_in_one_line_and_changes_nothing(
 
     assert 2 == completed.returncode, completed.stderr
     assert 1 == len(completed.stderr.splitlines()), completed.stderr
-    assert says in completed.stderr
+    assert says.format(file=blocker) in completed.stderr
     assert "Traceback" not in completed.stdout + completed.stderr
     assert before == sorted(tmp_path.rglob("*"))
 
