@@ -41,6 +41,13 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         ("--source", "{file}", "--into", NOT_A_FOLDER),
         "--into {file}/below: {file} is not a folder",
     ),
+    ("ci.determinism", ("--hash-seeds", "1,1"), "values must differ: '1,1'"),
+    ("ci.determinism", ("--hash-seeds", "7,07"), "values must differ"),
+    (
+        "ci.determinism",
+        ("--targets", "affinity", "--artifacts", NOT_A_FOLDER),
+        "--artifacts {file}/below: {file} is not a folder",
+    ),
 )
 """(module, arguments, what the one line says); `{file}` is a regular file."""
 
