@@ -48,6 +48,14 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         ("--targets", "affinity", "--artifacts", NOT_A_FOLDER),
         "--artifacts {file}/below: {file} is not a folder",
     ),
+    (
+        "ci.fuzz",
+        ("--workers", "1", "--artifacts", NOT_A_FOLDER),
+        "--artifacts {file}/below: {file} is not a folder",
+    ),
+    ("ci.fuzz", ("--replay", "affinity", "--examples", "5"), "drop --examples"),
+    ("ci.fuzz", ("--replay", "affinity", "--seed", "0"), "drop --seed"),
+    ("ci.fuzz", ("--replay", "affinity", "--for", "1m"), "drop --for"),
 )
 """(module, arguments, what the one line says); `{file}` is a regular file."""
 
