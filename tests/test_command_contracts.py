@@ -56,8 +56,31 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.fuzz", ("--replay", "affinity", "--examples", "5"), "drop --examples"),
     ("ci.fuzz", ("--replay", "affinity", "--seed", "0"), "drop --seed"),
     ("ci.fuzz", ("--replay", "affinity", "--for", "1m"), "drop --for"),
+    (
+        "ci.queue_parity",
+        ("--record", NOT_A_FOLDER + "/parity.json"),
+        "--record {file}/below/parity.json: {file} is not a folder",
+    ),
+    ("ci.queue_parity", ("--compare", "{file}", "--programs", "5"), "drop --programs"),
+    ("ci.queue_parity", ("--compare", "{empty_record}"), "no programs recorded"),
+    ("ci.queue_parity", ("--compare", "{latin1}"), "cannot read"),
 )
 """(module, arguments, what the one line says); `{file}` is a regular file."""
+
+
+def _inputs(folder: Path) -> dict[str, Path]:
+    """The files the cases name: `{file}` (plain text), bad records, and so on."""
+    places = {
+        "file": folder / "a-file",
+        "empty_record": folder / "empty-parity.json",
+        "latin1": folder / "latin1.json",
+    }
+    places["file"].write_text("not a folder\n")
+    places["empty_record"].write_text(
+        '{"format": "queue-parity/1", "build": "b", "results": []}\n'
+    )
+    places["latin1"].write_bytes(b'{"build": "caf\xe9"}\n')
+    return places
 
 
 @pytest.mark.parametrize(
@@ -68,19 +91,18 @@ def test_a_refused_command_says_why_in_one_line_and_changes_nothing(
     module: str, argv: tuple[str, ...], says: str, tmp_path: Path
 ) -> None:
     """Exit 2, one stderr line naming the problem, no traceback, no new file."""
-    blocker = tmp_path / "a-file"
-    blocker.write_text("not a folder\n")
+    places = _inputs(tmp_path)
     before = sorted(tmp_path.rglob("*"))
 
     completed = run_module(
         module,
-        *[arg.format(file=blocker) for arg in argv],
+        *[arg.format(**places) for arg in argv],
         timeout_s=COMMAND_TIMEOUT_S,
     )
 
     assert 2 == completed.returncode, completed.stderr
     assert 1 == len(completed.stderr.splitlines()), completed.stderr
-    assert says.format(file=blocker) in completed.stderr
+    assert says.format(**places) in completed.stderr
     assert "Traceback" not in completed.stdout + completed.stderr
     assert before == sorted(tmp_path.rglob("*"))
 
