@@ -18,6 +18,10 @@ from ci.cli import UsageError, output_file, output_folder
 COMMAND_TIMEOUT_S = 120
 NOT_A_FOLDER = "{file}/below"
 """An output path under a regular file: no folder can be made there."""
+TRACE = str(
+    Path(__file__).resolve().parent.parent / "ci/replay/corpus/b16_virtual_ttl.json"
+)
+"""A corpus trace (it agrees, so it needs no minimizing)."""
 
 CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.gate", ("--profile", "pr", "-n", "0x"), "argument -n: not a whole number"),
@@ -64,6 +68,26 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.queue_parity", ("--compare", "{file}", "--programs", "5"), "drop --programs"),
     ("ci.queue_parity", ("--compare", "{empty_record}"), "no programs recorded"),
     ("ci.queue_parity", ("--compare", "{latin1}"), "cannot read"),
+    (
+        "ci.soak",
+        ("--seeds", "1", "--artifacts", NOT_A_FOLDER),
+        "--artifacts {file}/below: {file} is not a folder",
+    ),
+    (
+        "ci.soak",
+        ("merge", "{file}", "--out", NOT_A_FOLDER),
+        "--out {file}/below: {file} is not a folder",
+    ),
+    (
+        "ci.replay.minimize",
+        (TRACE, "--sut", "model", "--out", NOT_A_FOLDER + "/m.json"),
+        "--out {file}/below/m.json: {file} is not a folder",
+    ),
+    (
+        "ci.replay.minimize",
+        (TRACE, "--sut", "model", "--reading", "atomic"),
+        "--reading applies to ci.replay's concurrent histories",
+    ),
 )
 """(module, arguments, what the one line says); `{file}` is a regular file."""
 

@@ -43,7 +43,7 @@ from typing import Any, Final
 
 import hypothesis
 
-from ci.cli import OneLineParser, UsageError, positive_int
+from ci.cli import OneLineParser, UsageError, output_folder, positive_int
 from ci.profiles import EXAMPLES, STEPS_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
@@ -348,6 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments = build_parser().parse_args(argv)
         targets = resolve(arguments.targets)
         _check(arguments)
+        output_folder(arguments.artifacts or artifacts_root(), "--artifacts")
     except (UsageError, UnknownTargetError) as error:
         print(f"{PROG}: {error}", file=sys.stderr)
         return EXIT_USAGE

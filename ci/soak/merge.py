@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from ci.cli import OneLineParser, UsageError
+from ci.cli import OneLineParser, UsageError, output_folder
 from ci.replay.artifacts import REPO_ROOT, utc_stamp
 from ci.soak import command
 from ci.soak.command import Recheck, Soak, seed_from_row
@@ -235,6 +235,8 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--repo", type=Path, default=REPO_ROOT)
     try:
         arguments = parser.parse_args(argv)
+        if arguments.out is not None:
+            output_folder(arguments.out, "--out")
         document = merge(
             arguments.folders, repo=arguments.repo, mixed_code=arguments.mixed_code
         )
