@@ -88,6 +88,20 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         (TRACE, "--sut", "model", "--reading", "atomic"),
         "--reading applies to ci.replay's concurrent histories",
     ),
+    (
+        "ci.explore",
+        ("--json", NOT_A_FOLDER + "/x.json"),
+        "--json {file}/below/x.json: {file} is not a folder",
+    ),
+    (
+        "ci.explore",
+        ("--counterexamples", "--out", NOT_A_FOLDER),
+        "--out {file}/below: {file} is not a folder",
+    ),
+    ("ci.explore", ("--out", "{file}"), "--out: the check command does not use it"),
+    ("ci.explore", ("--bench", "--json", "x.json"), "the bench command does not"),
+    ("ci.explore", ("--replay", "--profile", "ci"), "--profile: the replay command"),
+    ("ci.explore", ("--picture", "--bound", "picture"), "draws its own bound"),
 )
 """(module, arguments, what the one line says); `{file}` is a regular file."""
 
