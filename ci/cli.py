@@ -8,6 +8,7 @@ it exits 2 -- never a traceback, never argparse's own usage dump.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from pathlib import Path
 from typing import NoReturn
@@ -33,6 +34,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds above 0 (no NaN, no infinity)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number above 0: {text!r}")
     return value
 
 

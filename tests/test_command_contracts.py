@@ -102,6 +102,21 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.explore", ("--bench", "--json", "x.json"), "the bench command does not"),
     ("ci.explore", ("--replay", "--profile", "ci"), "--profile: the replay command"),
     ("ci.explore", ("--picture", "--bound", "picture"), "draws its own bound"),
+    ("ci.mutants", ("--pytest-timeout", "nan"), "must be a finite number above 0"),
+    ("ci.mutants", ("--pytest-timeout", "-1"), "must be a finite number above 0"),
+    ("ci.mutants", ("--crate-timeout", "inf"), "must be a finite number above 0"),
+    ("ci.mutants", ("--crate-timeout", "0"), "must be a finite number above 0"),
+    ("ci.mutants", ("--pytest-options", '"-x'), "--pytest-options: No closing"),
+    (
+        "ci.mutants",
+        ("--out", NOT_A_FOLDER),
+        "--out {file}/below: {file} is not a folder",
+    ),
+    (
+        "ci.mutants",
+        ("merge", "{file}", "--out", NOT_A_FOLDER),
+        "--out {file}/below: {file} is not a folder",
+    ),
 )
 """(module, arguments, what the one line says); `{file}` is a regular file."""
 
