@@ -102,6 +102,10 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.explore", ("--bench", "--json", "x.json"), "the bench command does not"),
     ("ci.explore", ("--replay", "--profile", "ci"), "--profile: the replay command"),
     ("ci.explore", ("--picture", "--bound", "picture"), "draws its own bound"),
+    ("ci.replay", ("{surrogate}",), "not valid Unicode (a lone surrogate): '\\ud800'"),
+    ("ci.replay", ("{latin1}",), "cannot read: 'utf-8' codec can't decode"),
+    ("ci.replay", ("/dev/zero",), "more than the cap of"),
+    ("ci.replay.minimize", ("{surrogate}", "--out", "{file}.min"), "lone surrogate"),
     ("ci.mutants", ("--pytest-timeout", "nan"), "must be a finite number above 0"),
     ("ci.mutants", ("--pytest-timeout", "-1"), "must be a finite number above 0"),
     ("ci.mutants", ("--crate-timeout", "inf"), "must be a finite number above 0"),
@@ -127,12 +131,14 @@ def _inputs(folder: Path) -> dict[str, Path]:
         "file": folder / "a-file",
         "empty_record": folder / "empty-parity.json",
         "latin1": folder / "latin1.json",
+        "surrogate": folder / "surrogate.json",
     }
     places["file"].write_text("not a folder\n")
     places["empty_record"].write_text(
         '{"format": "queue-parity/1", "build": "b", "results": []}\n'
     )
     places["latin1"].write_bytes(b'{"build": "caf\xe9"}\n')
+    places["surrogate"].write_text('{"session_pool": ["\\ud800"]}\n')
     return places
 
 
