@@ -271,3 +271,56 @@ def test_pieces_merge_only_when_they_ran_the_same_code_under_test(
     assert not mixed["code_under_test"]["one_version"]
     assert mixed["crate_version"] is None
     assert 4 == mixed["seeds_run"]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("seed", 0, "seed: want a whole number of at least 1: 0"),
+        ("seed", -3, "seed: want a whole number of at least 1: -3"),
+        ("seed", "4", "seed: want a whole number of at least 1: '4'"),
+        ("seconds", "12", "seconds: want a finite number of seconds >= 0: '12'"),
+        ("seconds", float("nan"), "seconds: want a finite number of seconds >= 0: nan"),
+        ("seconds", -1.5, "seconds: want a finite number of seconds >= 0: -1.5"),
+        ("targets", {}, "targets: want a list"),
+    ],
+)
+def test_a_row_the_soak_cannot_have_written_is_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    checkout: tuple[Path, str],
+    case: tuple[str, object, str],
+) -> None:
+    """Seeds from 1 and finite, non-negative seconds only: else one line, exit 2."""
+    field, value, says = case
+    repo, commit = checkout
+    piece = _piece(tmp_path / "a", range(1, 3), commit=commit)
+    path = piece / "report.json"
+    document = json.loads(path.read_text())
+    document["per_seed"][0][field] = value
+    path.write_text(json.dumps(document))
+    out = tmp_path / "out"
+
+    status = main([str(piece), "--repo", str(repo), "--out", str(out)])
+
+    err = capsys.readouterr().err
+    assert 2 == status
+    assert 1 == len(err.splitlines()), err
+    assert says in err
+    assert not out.exists()
+
+
+def test_a_report_whose_settings_are_not_a_mapping_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report.json with settings of the wrong type is not a soak report."""
+    folder = tmp_path / "piece"
+    folder.mkdir()
+    (folder / "report.json").write_text(json.dumps({"settings": [], "per_seed": []}))
+
+    status = main([str(folder), "--out", str(tmp_path / "out")])
+
+    err = capsys.readouterr().err
+    assert 2 == status
+    assert 1 == len(err.splitlines()), err
+    assert "not a soak report" in err

@@ -77,7 +77,9 @@ def read_piece(folder: Path) -> dict[str, Any]:
                 document = json.loads(candidate.read_text())
             except (OSError, ValueError) as error:
                 raise MergeError(f"{candidate}: not a soak report ({error})") from None
-            if not isinstance(document, dict) or "settings" not in document:
+            if not isinstance(document, dict) or not isinstance(
+                document.get("settings"), dict
+            ):
                 raise MergeError(f"{candidate}: not a soak report")
             if "per_seed" not in document:
                 raise MergeError(
