@@ -8,7 +8,9 @@ or a command that ran with an argument it ignored.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from command_support import run_module
@@ -196,3 +198,55 @@ def test_outputs_that_can_be_made_are_accepted_and_nothing_is_created(
     assert existing == output_file(existing, "--json")
     assert tmp_path / "c" / "d.xml" == output_file(tmp_path / "c" / "d.xml", "--junit")
     assert [existing] == sorted(tmp_path.rglob("*"))
+
+
+SHARD_REPORT = (
+    Path(__file__).resolve().parent.parent
+    / "ci/mutants/reports/20261204T130509Z-14of16/report.json"
+)
+"""A committed shard report of the mutation sweep, corrupted one field at a time."""
+
+
+def _corrupt(report: dict[str, Any], change: str) -> None:
+    match change:
+        case "shard zero":
+            report["shard"] = "0/16"
+        case "line as text":
+            report["mutants"][0]["line"] = "7"
+        case "verdict field":
+            report["mutants"][0]["ours"]["bogus"] = 1
+        case "set as list":
+            report["mutant_set"] = []
+        case "seconds missing":
+            del report["mutants_seconds"]
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ("shard zero", "shard: '0/16' is not K/N with 1 <= K <= N"),
+        ("line as text", "mutants[0].line: '7' is not of the recorded type"),
+        ("verdict field", "mutants[0].ours: "),
+        ("set as list", "mutant_set: [] is not of the recorded type"),
+        ("seconds missing", "mutants_seconds: missing"),
+    ],
+)
+def test_a_malformed_shard_report_is_refused_naming_the_field(
+    change: str, says: str, tmp_path: Path
+) -> None:
+    """ci.mutants merge: one line naming the file and the field, exit 2, no output."""
+    report = json.loads(SHARD_REPORT.read_text(encoding="utf-8"))
+    _corrupt(report, change)
+    folder = tmp_path / "shard"
+    folder.mkdir()
+    (folder / "report.json").write_text(json.dumps(report), encoding="utf-8")
+    out = tmp_path / "merged"
+
+    completed = run_module(
+        "ci.mutants", "merge", str(folder), "--out", str(out), timeout_s=120
+    )
+
+    assert 2 == completed.returncode, completed.stderr
+    assert 1 == len(completed.stderr.splitlines()), completed.stderr
+    assert f"{folder / 'report.json'}: {says}" in completed.stderr
+    assert not out.exists()
