@@ -252,9 +252,10 @@ def resolve_source(path: Path) -> Path:
         if manifest.is_file():
             try:
                 name = tomllib.loads(manifest.read_text(encoding="utf-8"))
-            except tomllib.TOMLDecodeError as error:
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
                 raise BuildError(f"{manifest} is not valid TOML: {error}") from None
-            if name.get("package", {}).get("name") == CRATE_NAME:
+            package = name.get("package")
+            if isinstance(package, dict) and package.get("name") == CRATE_NAME:
                 return candidate
     raise BuildError(
         f"{path} holds no {CRATE_NAME} crate (neither ./Cargo.toml nor "
@@ -267,6 +268,8 @@ def _has(source: Path, file: Path, item: str) -> bool:
         text = (source / file).read_text(encoding="utf-8")
     except OSError:
         return False
+    except UnicodeDecodeError as error:  # rustc reads UTF-8 only: not a crate
+        raise BuildError(f"{source / file} is not UTF-8 text: {error}") from None
     return item in " ".join(text.split())
 
 

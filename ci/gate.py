@@ -552,14 +552,14 @@ def build_source_tree(source_arg: Path, console: Console) -> Path:
     """
     try:
         source = build_local.resolve_source(source_arg)
+        missing = build_local.missing_items(source)
+        features = build_local.detect_features(source)
     except build_local.BuildError as error:
         raise UsageError(f"--source: {error}") from None
-    missing = build_local.missing_items(source)
     if missing:
         raise UsageError(
             f"the binding cannot build against {source}: it lacks " + ", ".join(missing)
         )
-    features = build_local.detect_features(source)
     digest = hashlib.sha256(str(source).encode()).hexdigest()[:8]
     label = source.parent.parent.name if source.name == "kv-router" else source.name
     work = build_local.default_work_dir() / "gate" / f"{label}-{digest}"

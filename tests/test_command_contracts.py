@@ -108,6 +108,11 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.replay", ("{latin1}",), "cannot read: 'utf-8' codec can't decode"),
     ("ci.replay", ("/dev/zero",), "more than the cap of"),
     ("ci.replay.minimize", ("{surrogate}", "--out", "{file}.min"), "lone surrogate"),
+    (
+        "ci.gate",
+        ("--profile", "pr", "--source", "{latin1_crate}"),
+        "affinity.rs is not UTF-8 text",
+    ),
     ("ci.mutants", ("--pytest-timeout", "nan"), "must be a finite number above 0"),
     ("ci.mutants", ("--pytest-timeout", "-1"), "must be a finite number above 0"),
     ("ci.mutants", ("--crate-timeout", "inf"), "must be a finite number above 0"),
@@ -134,6 +139,7 @@ def _inputs(folder: Path) -> dict[str, Path]:
         "empty_record": folder / "empty-parity.json",
         "latin1": folder / "latin1.json",
         "surrogate": folder / "surrogate.json",
+        "latin1_crate": folder / "crate",
     }
     places["file"].write_text("not a folder\n")
     places["empty_record"].write_text(
@@ -141,6 +147,11 @@ def _inputs(folder: Path) -> dict[str, Path]:
     )
     places["latin1"].write_bytes(b'{"build": "caf\xe9"}\n')
     places["surrogate"].write_text('{"session_pool": ["\\ud800"]}\n')
+    crate = places["latin1_crate"]
+    for file in ("services/selection/affinity.rs", "scheduling/policy_queue.rs"):
+        (crate / "src" / file).parent.mkdir(parents=True)
+        (crate / "src" / file).write_bytes(b"pub fn caf\xe9() {}\n")
+    (crate / "Cargo.toml").write_text('[package]\nname = "dynamo-kv-router"\n')
     return places
 
 
