@@ -115,7 +115,7 @@ class _OneLineParser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         """Print one line, not argparse's usage, and exit 2."""
-        self.exit(2, f"python -m properties: error: {message}\n")
+        self.exit(2, f"properties: error: {message}\n")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             text = markdown()
         except CitationError as error:
-            print(f"python -m properties: error: {error}", file=sys.stderr)
+            print(f"properties: error: {error}", file=sys.stderr)
             return 2
         sys.stdout.write(text)
         return 0

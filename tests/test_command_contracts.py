@@ -1,7 +1,8 @@
 """Every `python -m` command refuses bad arguments and unwritable outputs in one line.
 
 The contract (README, "Two commands"): a usage error is exit 2 with exactly
-one line on stderr, never a traceback, and a refused command changes no file.
+one line on stderr, `MODULE: error: WHY` (`MODULE merge: error:` for a merge),
+never a traceback, and a refused command changes no file.
 Each case below was, before its fix, a traceback, argparse's multi-line usage,
 or a command that ran with an argument it ignored.
 """
@@ -162,7 +163,7 @@ def _inputs(folder: Path) -> dict[str, Path]:
 def test_a_refused_command_says_why_in_one_line_and_changes_nothing(
     module: str, argv: tuple[str, ...], says: str, tmp_path: Path
 ) -> None:
-    """Exit 2, one stderr line naming the problem, no traceback, no new file."""
+    """Exit 2, one `MODULE: error:` line naming the problem, no traceback, no file."""
     places = _inputs(tmp_path)
     before = sorted(tmp_path.rglob("*"))
 
@@ -175,6 +176,8 @@ def test_a_refused_command_says_why_in_one_line_and_changes_nothing(
     assert 2 == completed.returncode, completed.stderr
     assert 1 == len(completed.stderr.splitlines()), completed.stderr
     assert says.format(**places) in completed.stderr
+    command = f"{module} merge" if argv[:1] == ("merge",) else module
+    assert completed.stderr.startswith(f"{command}: error: "), completed.stderr
     assert "Traceback" not in completed.stdout + completed.stderr
     assert before == sorted(tmp_path.rglob("*"))
 

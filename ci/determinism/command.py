@@ -303,7 +303,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check(passing, failing)
         root = output_folder(arguments.artifacts or artifacts_root(), "--artifacts")
     except (UsageError, UnknownTargetError) as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
+        print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     folder = root / "determinism" / utc_stamp()
     folder.mkdir(parents=True)

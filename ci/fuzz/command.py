@@ -559,7 +559,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if arguments.redis is not None:
             connect(arguments.redis).close()
     except (UsageError, UnknownTargetError, DatabaseUnavailableError) as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
+        print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if arguments.replay is not None:
         return replay_main(arguments, TARGETS[arguments.replay])

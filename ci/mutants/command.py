@@ -1375,7 +1375,7 @@ def main_merge(argv: Sequence[str]) -> int:
         output_folder(args.out, "--out")
         merged = merge(args.folders, args.recheck)
     except (UsageError, MergeError) as error:
-        print(f"{PROG} merge: {error}", file=sys.stderr)
+        print(f"ci.mutants merge: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     write(args.out, merged, "Mutation sweep, shards merged")
     totals_ = merged["totals"]
@@ -1406,7 +1406,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.smoke:
             tool_version()
     except (UsageError, ToolMissingError) as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
+        print(f"ci.mutants: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.list:
         list_plan(config)

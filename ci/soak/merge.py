@@ -243,7 +243,7 @@ def main(argv: Sequence[str]) -> int:
             arguments.folders, repo=arguments.repo, mixed_code=arguments.mixed_code
         )
     except UsageError as error:
-        print(f"{command.PROG}: merge: {error}", file=sys.stderr)
+        print(f"{command.PROG} merge: error: {error}", file=sys.stderr)
         return command.EXIT_USAGE
     out = arguments.out or (
         _soak_folder(arguments.folders[0]) / f"{utc_stamp()}-merged"
