@@ -1,8 +1,11 @@
 """What every `python -m ci...` command shares: bad arguments are one line.
 
 A command builds its parser from `OneLineParser`; argparse's complaint becomes
-a `UsageError`, which the command's `main` prints as one line on stderr before
-it exits 2 -- never a traceback, never argparse's own usage dump.
+a `UsageError`, which the command's `main` prints as one line on stderr
+(`MODULE: error: WHY`) before it exits 2 -- never a traceback, never argparse's
+own usage dump. `positive_int` and `positive_seconds` are the argument types of
+counts and time limits; `output_folder` and `output_file` check, before any
+work and without creating anything, that an output path can be written.
 """
 
 from __future__ import annotations

@@ -264,3 +264,21 @@ def test_a_malformed_shard_report_is_refused_naming_the_field(
     assert 1 == len(completed.stderr.splitlines()), completed.stderr
     assert f"{folder / 'report.json'}: {says}" in completed.stderr
     assert not out.exists()
+
+
+def test_a_folder_without_write_access_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No write access where the output would go: one line naming that folder.
+
+    The suite may run as root, for whom every folder is writable; the check's
+    own answer is replaced here, as a read-only mount would give it.
+    """
+    monkeypatch.setattr("ci.cli.os.access", lambda _path, _mode: False)
+
+    with pytest.raises(UsageError) as refused:
+        output_folder(tmp_path / "out", "--artifacts")
+
+    assert f"--artifacts {tmp_path / 'out'}: {tmp_path} is not writable" == str(
+        refused.value
+    )
