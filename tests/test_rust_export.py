@@ -222,6 +222,17 @@ def test_the_export_is_what_rustfmt_makes_of_it() -> None:
     assert text == rustfmt(text)
 
 
+def test_braces_in_a_session_id_are_doubled_only_in_format_strings() -> None:
+    """A session id of `{}` compiles: doubled in assert and panic, kept in expect."""
+    config = AffinityConfig(ttl_ns=10 * SECOND_NS)
+    trace = record(config, ("{}",), (Acquire("{}"),), "A session id with braces.")
+
+    text = export(trace, "braces", _pinned)
+
+    assert '.expect("step 1: try_acquire(\\"{}\\")")' in text
+    assert 'panic!("step 1: try_acquire(\\"{{}}\\") should initialize");' in text
+
+
 def _crate_advance_trace(tmp_path: Path) -> Path:
     config = AffinityConfig(ttl_ns=10 * SECOND_NS)
     ops = (Acquire("a"), CrateAdvance(SECOND_NS))
