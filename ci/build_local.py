@@ -46,6 +46,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci.cli import OneLineParser, UsageError, output_folder
 from properties.citations import CRATE_NAME, downloaded_crate
 
 REPO = Path(__file__).resolve().parent.parent
@@ -251,9 +252,10 @@ def resolve_source(path: Path) -> Path:
         if manifest.is_file():
             try:
                 name = tomllib.loads(manifest.read_text(encoding="utf-8"))
-            except tomllib.TOMLDecodeError as error:
+            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
                 raise BuildError(f"{manifest} is not valid TOML: {error}") from None
-            if name.get("package", {}).get("name") == CRATE_NAME:
+            package = name.get("package")
+            if isinstance(package, dict) and package.get("name") == CRATE_NAME:
                 return candidate
     raise BuildError(
         f"{path} holds no {CRATE_NAME} crate (neither ./Cargo.toml nor "
@@ -266,6 +268,8 @@ def _has(source: Path, file: Path, item: str) -> bool:
         text = (source / file).read_text(encoding="utf-8")
     except OSError:
         return False
+    except UnicodeDecodeError as error:  # rustc reads UTF-8 only: not a crate
+        raise BuildError(f"{source / file} is not UTF-8 text: {error}") from None
     return item in " ".join(text.split())
 
 
@@ -496,14 +500,14 @@ def reinstall_pinned() -> None:
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="python -m ci.build_local",
         description="Build impl._native against a local dynamo-kv-router tree.",
     )
     parser.add_argument(
         "--source",
         type=Path,
-        default=os.environ.get(SOURCE_ENV),
+        default=None,
         help=f"the crate's folder (holding its Cargo.toml); default ${SOURCE_ENV}",
     )
     parser.add_argument(
@@ -517,29 +521,61 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help="install into a copy of the Python tree here instead of impl/",
     )
-    parser.add_argument("--work-dir", type=Path, default=default_work_dir())
+    parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument(
         "--pinned",
         action="store_true",
         help="go back to the pinned crates.io crate (pip install -e .)",
     )
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.pinned:
+        given = [
+            flag
+            for flag, value in (
+                ("--source", args.source),
+                ("--features", args.features),
+                ("--into", args.into),
+                ("--work-dir", args.work_dir),
+            )
+            if value
+        ]
+        if given:
+            raise UsageError(f"--pinned builds nothing: drop {', '.join(given)}")
+        return args
+    if args.source is None and os.environ.get(SOURCE_ENV):
+        args.source = Path(os.environ[SOURCE_ENV])
+    if args.work_dir is None:
+        args.work_dir = default_work_dir()
+    output_folder(args.work_dir, "--work-dir")
+    if args.into is not None:
+        output_folder(args.into, "--into")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the process exit code."""
+    try:
+        return _main(argv)
+    except (UsageError, BuildError) as error:
+        print(f"ci.build_local: error: {error}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parse_args(argv)
     if args.pinned:
         reinstall_pinned()
         print(json.dumps(describe_extension()))
         return 0
     if args.source is None:
-        print(f"give --source PATH or set {SOURCE_ENV}", file=sys.stderr)
-        return 2
+        raise UsageError(f"give --source PATH or set {SOURCE_ENV}")
+    source = Path(args.source).expanduser().resolve()
+    if not (source / "Cargo.toml").is_file():
+        raise UsageError(f"--source {source}: no Cargo.toml there")
     features = tuple(name for name in args.features.split(",") if name)
     work = args.work_dir / "build-local"
     build = LocalBuild(
-        source=Path(args.source).expanduser().resolve(),
+        source=source,
         binding_dir=work / "binding",
         target_dir=work / "target",
         features=features,

@@ -53,7 +53,7 @@ from rich.table import Table
 
 from ci import build_local, subjects
 from ci.build_local import SOURCE_ENV
-from ci.cli import OneLineParser, UsageError
+from ci.cli import OneLineParser, UsageError, output_file, output_folder, positive_int
 from ci.dossier import build as dossier
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
@@ -91,6 +91,20 @@ DOSSIER_DIR: Final[str] = "dossier"
 CONSOLE_WIDTH_MIN: Final[int] = 140
 
 
+def _workers(text: str) -> str:
+    """An argparse type: `auto`, or a whole number of workers (0: no xdist)."""
+    if text in {"auto", "0"}:
+        return text
+    return str(positive_int(text))
+
+
+def check_outputs(arguments: argparse.Namespace) -> None:
+    """Refuse, before any work, a `--junit` or `--artifacts` that cannot be written."""
+    if arguments.junit is not None:
+        output_file(arguments.junit, "--junit")
+    output_folder(arguments.artifacts, "--artifacts")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
     parser = OneLineParser(prog=f"python -m {PROG}", description="Run the CI gate.")
@@ -103,7 +117,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="where counterexample folders go (default ci/artifacts)",
     )
     parser.add_argument(
-        "-n", dest="workers", default="auto", help="pytest-xdist workers (default auto)"
+        "-n",
+        dest="workers",
+        type=_workers,
+        default="auto",
+        help="pytest-xdist workers: auto or a count (default auto)",
     )
     parser.add_argument(
         "--source",
@@ -502,14 +520,14 @@ def build_source_tree(source_arg: Path, console: Console) -> Path:
     """
     try:
         source = build_local.resolve_source(source_arg)
+        missing = build_local.missing_items(source)
+        features = build_local.detect_features(source)
     except build_local.BuildError as error:
         raise UsageError(f"--source: {error}") from None
-    missing = build_local.missing_items(source)
     if missing:
         raise UsageError(
             f"the binding cannot build against {source}: it lacks " + ", ".join(missing)
         )
-    features = build_local.detect_features(source)
     digest = hashlib.sha256(str(source).encode()).hexdigest()[:8]
     label = source.parent.parent.name if source.name == "kv-router" else source.name
     work = build_local.default_work_dir() / "gate" / f"{label}-{digest}"
@@ -698,6 +716,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     try:
         arguments = build_parser().parse_args(argv)
+        check_outputs(arguments)
         width = None if sys.stdout.isatty() else CONSOLE_WIDTH_MIN
         return run(arguments, Console(highlight=False, width=width))
     except UsageError as error:

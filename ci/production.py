@@ -9,7 +9,10 @@ rows or when the crate's behaviour departs from any of them.
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+from ci.cli import OneLineParser, UsageError
 
 CRATE = "dynamo-kv-router"
 CRATE_VERSION = "1.6.1"
@@ -214,8 +217,13 @@ def markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-def main() -> int:
-    """Print the table."""
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the table (the command takes no arguments)."""
+    try:
+        OneLineParser(prog="python -m ci.production").parse_args(argv)
+    except UsageError as error:
+        print(f"ci.production: error: {error}", file=sys.stderr)
+        return 2
     sys.stdout.write(markdown())
     return 0
 

@@ -42,13 +42,14 @@ EXAMPLES = {"dev": 20, "ci": 400, "nightly": 2_000, "replay": 1, "fuzz": 200}
 
 _SUPPRESSED = (HealthCheck.too_slow, HealthCheck.data_too_large)
 
-_COMMON = {"deadline": None, "suppress_health_check": _SUPPRESSED}
+# Keyword arguments of `settings.register_profile`, whose `**kwargs` are `Any`.
+_COMMON: dict[str, Any] = {"deadline": None, "suppress_health_check": _SUPPRESSED}
 """Every profile: no per-example deadline (timing depends on the machine)."""
-_REPRODUCIBLE = {**_COMMON, "database": None, "print_blob": True}
+_REPRODUCIBLE: dict[str, Any] = {**_COMMON, "database": None, "print_blob": True}
 """Shared runs: no local example database, blobs printed for replay."""
 
 
-def _sized(name: str) -> dict[str, int]:
+def _sized(name: str) -> dict[str, Any]:
     return {
         "max_examples": EXAMPLES[name],
         "stateful_step_count": STEPS_PER_PROGRAM[name],

@@ -17,6 +17,7 @@ Exit codes: 0 recorded / identical, 1 a difference, 2 bad arguments or file.
 
 from __future__ import annotations
 
+import argparse
 import json
 import random
 import sys
@@ -24,7 +25,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from ci.cli import OneLineParser, UsageError
+from ci.cli import OneLineParser, UsageError, output_file
 from model.queue.api import outcome_of
 from model.queue.ops import Drain, Enqueue, PopNext, QueueOp, Retain
 from model.queue.types import ClassConfig, Dispatch
@@ -129,15 +130,30 @@ def first_difference(
 def _load(path: Path) -> dict[str, Any]:
     try:
         document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as error:
+    except (OSError, ValueError) as error:  # ValueError: bad JSON or bad UTF-8
         raise UsageError(f"cannot read {path}: {error}") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise UsageError(f"{path} is not a {FORMAT} record")
+    results = document.get("results")
+    if not isinstance(results, list) or not all(
+        isinstance(steps, list) and all(isinstance(step, str) for step in steps)
+        for steps in results
+    ):
+        raise UsageError(f"{path}: results: not a list of programs' step results")
+    if not results:  # an empty record would compare equal to anything
+        raise UsageError(f"{path}: results: no programs recorded")
+    if not isinstance(document.get("build"), str):
+        raise UsageError(f"{path}: build: not a text naming the recorded build")
     return document
 
 
-def _check_count(programs: int) -> None:
-    if programs < 1:
+def _check_count(arguments: argparse.Namespace) -> None:
+    """--programs counts what --record runs; --compare replays the recorded count."""
+    if arguments.compare is not None and arguments.programs is not None:
+        raise UsageError("--compare replays the recorded programs: drop --programs")
+    if arguments.programs is None:
+        arguments.programs = PROGRAMS_DEFAULT
+    if arguments.programs < 1:
         raise UsageError("--programs must be at least 1")
 
 
@@ -147,10 +163,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--record", type=Path, metavar="FILE")
     mode.add_argument("--compare", type=Path, metavar="FILE")
-    parser.add_argument("--programs", type=int, default=PROGRAMS_DEFAULT)
+    parser.add_argument("--programs", type=int, default=None, help="with --record")
     try:
         arguments = parser.parse_args(argv)
-        _check_count(arguments.programs)
+        _check_count(arguments)
+        if arguments.record is not None:
+            output_file(arguments.record, "--record")
         recorded = _load(arguments.compare) if arguments.compare else None
     except UsageError as error:
         print(f"ci.queue_parity: error: {error}", file=sys.stderr)

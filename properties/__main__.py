@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             text = markdown()
         except CitationError as error:
-            print(f"python -m properties: error: {error}", file=sys.stderr)
+            print(f"properties: error: {error}", file=sys.stderr)
             return 2
         sys.stdout.write(text)
         return 0

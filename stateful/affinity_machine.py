@@ -116,7 +116,7 @@ class AffinityMachine(DifferentialMachine):
     factory: ClassVar[SutFactory | None] = None
 
     def _harness(self) -> AffinityHarness:
-        assert self.harness is not None
+        assert isinstance(self.harness, AffinityHarness)
         return self.harness
 
     # ---- guards (model only) -----------------------------------------------
@@ -258,11 +258,12 @@ class AffinityMachine(DifferentialMachine):
         if not isinstance(second.value, Wait):
             return
         self._run("waiting_request", PollWaiter(second.value.waiter))
-        settling: Op = {
+        settlings: dict[str, Op] = {
             "commit": Commit(first.value.handle, bind_to),
             "abort": Abort(first.value.handle),
             "join": Join(session_id, bind_to),
-        }[settle]
+        }
+        settling = settlings[settle]
         self._run("waiting_request", settling)
         self._run("waiting_request", PollWaiter(second.value.waiter))
 
@@ -302,11 +303,12 @@ class AffinityMachine(DifferentialMachine):
         live = {number for number, _ in state.handles}
         consumed = [n for n in range(1, state.next_handle) if n not in live]
         handle = data.draw(st.sampled_from(consumed), label="consumed")
-        op: Op = {
+        uses: dict[str, Op] = {
             "commit": Commit(handle, Target(1, None)),
             "abort": Abort(handle),
             "release": Release(handle),
-        }[use]
+        }
+        op = uses[use]
         self._run("reuse_consumed_handle", op)
 
     @rule(session_id=sessions, requested=pins)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, ClassVar, TypeVar
 
 from model.affinity.api import AffinityApi
@@ -25,6 +26,7 @@ from model.affinity.ops import Op, Outcome, outcome_of
 from model.affinity.table import AffinityState, ModelAffinity, WaiterHandle
 from model.affinity.types import AffinityConfig, Published, Target
 from model.errors import AffinityError, HandleError
+from properties.registry import Subject as SubjectName
 from stateful.harness import Harness, Subject
 
 _T = TypeVar("_T")
@@ -67,8 +69,8 @@ def observe(
     views = tuple(
         SessionView(
             session_id=session_id,
-            served=_attempt(lambda s=session_id: api.query_target(s, None)),
-            lease_count=_attempt(lambda s=session_id: api.lease_count(s)),
+            served=_attempt(partial(api.query_target, session_id, None)),
+            lease_count=_attempt(partial(api.lease_count, session_id)),
         )
         for session_id in sorted(session_ids)
     )
@@ -79,7 +81,7 @@ def observe(
         published=tuple(api.drain_published()),
         handles=tuple(api.live_handles()),
         waiters=tuple(
-            (waiter, _attempt(lambda w=waiter: api.waiter_done(w)))
+            (waiter, _attempt(partial(api.waiter_done, waiter)))
             for waiter in sorted(waiters)
         ),
     )
@@ -104,7 +106,7 @@ def view_difference(model: Observation, sut: Observation) -> str:
 class AffinitySubject(Subject[AffinityConfig, Op]):
     """`SessionAffinity`, observed through a fixed pool of session ids."""
 
-    name: ClassVar[str] = "affinity"
+    name: ClassVar[SubjectName] = "affinity"
 
     def __init__(self, session_pool: Sequence[str]) -> None:
         """Observe these sessions after every step."""
@@ -145,6 +147,8 @@ class AffinitySubject(Subject[AffinityConfig, Op]):
 
 class AffinityHarness(Harness[AffinityConfig, Op]):
     """The harness over the affinity subject with a session pool."""
+
+    model: ModelAffinity  # what `AffinitySubject.new_model` builds
 
     def __init__(
         self,

@@ -51,7 +51,9 @@ from stateful.queue_subject import (
 )
 
 if TYPE_CHECKING:
-    from model.queue.ops import QueueOutcome
+    from collections.abc import Callable
+
+    from model.queue.ops import QueueOp, QueueOutcome
     from model.queue.table import ModelPolicyQueue
 
 WORKERS = (Worker(1, 0), Worker(1, 1), Worker(2, 0))
@@ -140,7 +142,7 @@ class QueueMachine(DifferentialMachine):
         model: ModelPolicyQueue = self.harness.model
         return model
 
-    def _apply(self, rule_name: str, op: object) -> QueueOutcome:
+    def _apply(self, rule_name: str, op: QueueOp) -> QueueOutcome:
         self.steps_since_build += 1
         outcome: QueueOutcome = self._run(rule_name, op).expected
         return outcome
@@ -194,7 +196,6 @@ class QueueMachine(DifferentialMachine):
             payload = self._next_payload()
             self._apply("build", request(payload, raw=tokens, arrival=arrival))
         self._apply("build", PopNext(dispatch=Dispatch()))
-        type(self).rules_run.discard("build")  # setup steps, not a rule
         self.steps_since_build = 0
 
     @rule(
@@ -465,9 +466,11 @@ class QueueMachine(DifferentialMachine):
     def read_a_class_out_of_range(self, call: str) -> None:
         """A read of a class the profile lacks is refused alike, changing nothing."""
         bad = self._class_count()
-        read = {"class_stats": ReadStats, "has_backlog": ReadBacklog}.get(
-            call, ReadConfig
-        )
+        reads: dict[str, Callable[[int], QueueOp]] = {
+            "class_stats": ReadStats,
+            "has_backlog": ReadBacklog,
+        }
+        read = reads.get(call, ReadConfig)
         outcome = self._apply("read_a_class_out_of_range", read(bad))
         assert outcome.error == "QueueUsageError", f"the model allowed {call}({bad})"
 

@@ -33,6 +33,7 @@ from model.queue.table import ModelPolicyQueue, QueueState
 from model.queue.types import ClassConfig, QueuePolicy, Worker
 from properties.queue import QueueView
 from properties.registry import Over, Step
+from properties.registry import Subject as SubjectName
 from stateful.harness import Harness, Subject
 
 QueueFactory = Callable[["ProfileSpec"], PolicyQueueApi]
@@ -148,7 +149,7 @@ def queue_difference(model: object, sut: object) -> str:
 class QueueSubject(Subject[ProfileSpec, QueueOp]):
     """`PolicyQueue<T>` with integer payloads."""
 
-    name: ClassVar[str] = "queue"
+    name: ClassVar[SubjectName] = "queue"
 
     def new_model(self, config: ProfileSpec) -> ModelPolicyQueue:
         """The reference queue over the spec's classes."""

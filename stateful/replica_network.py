@@ -223,7 +223,6 @@ class ReplicaNetworkMachine(DifferentialMachine):
         note(f"config: {config}, {replicas} replicas, writers {writers[:replicas]}")
         for replica in range(replicas):
             self._run("build", Local(replica, EnableReplication(writers[replica])))
-        type(self).rules_run.discard("build")  # setup steps, not a rule
 
     # ---- local traffic ------------------------------------------------------
 

@@ -112,7 +112,7 @@ class ClockVariantMachine(AffinityMachine):
         }
         self.diverged: set[str] = set()
 
-    def _run(self, rule_name: str, op: Op) -> StepReport:
+    def _run(self, rule_name: str, op: Op) -> StepReport[Op]:
         before = self._harness().model.state()
         report = super()._run(rule_name, op)
         reference = self._harness().model

@@ -18,7 +18,11 @@ from stateful.queue_subject import model_factory
 @pytest.mark.native
 def test_the_crate_agrees_with_the_model_and_every_goal_is_reached() -> None:
     """Every step agrees with the crate, every rule runs, every goal is reached."""
-    machine = type("QueueMachineRun", (QueueMachine,), {})
+
+    class QueueMachineRun(QueueMachine):
+        """The queue machine over the system under test `VERIFY_SUT` selects."""
+
+    machine = QueueMachineRun
     if sut_name() == "model":
         machine.factory = model_factory
     run_and_check(machine, "QueueMachine")
@@ -26,5 +30,10 @@ def test_the_crate_agrees_with_the_model_and_every_goal_is_reached() -> None:
 
 def test_the_model_agrees_with_a_second_model_and_every_goal_is_reached() -> None:
     """Model against model (no extension needed) checks the harness itself."""
-    machine = type("QueueModelRun", (QueueMachine,), {"factory": model_factory})
+
+    class QueueModelRun(QueueMachine):
+        """The queue machine over a second reference model."""
+
+    machine = QueueModelRun
+    machine.factory = model_factory
     run_and_check(machine, "QueueModelMachine")

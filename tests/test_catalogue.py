@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TypedDict
 
 import pytest
 from command_support import run_module
@@ -35,7 +36,14 @@ def _documented(state: object) -> bool:
     return state is not None
 
 
-def _citations() -> dict[str, tuple[str, ...]]:
+class _Citations(TypedDict):
+    """The citation keywords of `register`."""
+
+    reads: tuple[str, ...]
+    guards: tuple[str, ...]
+
+
+def _citations() -> _Citations:
     return {"reads": ("model.affinity.table.is_expired_at",), "guards": ("a::b",)}
 
 

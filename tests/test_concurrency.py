@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from command_support import run_module
 
 from ci.replay import history as history_files
 from ci.replay.artifacts import write_history_artifact
@@ -44,7 +45,6 @@ from stateful.concurrent_affinity import (
 )
 from stateful.concurrent_runs import check_scenarios
 from stateful.linearizability import lanes_of
-from tests.command_support import run_module
 
 CONFIG = AffinityConfig(ttl_ns=1_000_000_000, max_entries=4)
 REPLAY_TIMEOUT_S = 120

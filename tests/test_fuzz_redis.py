@@ -218,7 +218,7 @@ def test_an_unreachable_redis_is_one_line_and_exit_2() -> None:
     assert "" == result.stdout
     assert 1 == len(result.stderr.splitlines())
     assert result.stderr.startswith(
-        "ci.fuzz: cannot reach Redis at redis://127.0.0.1:1/0"
+        "ci.fuzz: error: cannot reach Redis at redis://127.0.0.1:1/0"
     )
 
 
@@ -237,7 +237,8 @@ def test_bad_arguments_are_one_line_and_exit_2(arguments: list[str]) -> None:
 
     assert 2 == result.returncode
     assert 1 == len(result.stderr.splitlines()), result.stderr
-    assert result.stderr.startswith(f"{arguments[0]}: ")
+    command = " ".join(arguments[:2]) if arguments[1:2] == ["merge"] else arguments[0]
+    assert result.stderr.startswith(f"{command}: error: ")
 
 
 @pytest.mark.parametrize(

@@ -134,7 +134,7 @@ def test_several_shards_share_one_set_up_and_get_one_report_each(
     config, recorder = sweep
     ids = [mutant.id for mutant in _synthetic_set().mutants]
 
-    runs = command.execute(_shards(config, 1, 3), {})
+    runs = sweep_module.execute(_shards(config, 1, 3), {})
 
     assert 1 == recorder.warm_ups
     assert sorted(TARGET_FILES) == sorted(recorder.baselines)
@@ -157,7 +157,7 @@ def test_an_interrupted_shard_resumes_with_its_verdicts_and_tries_only_the_rest(
     planned = partition(ids, (1, 1))
     recorder.interrupt_at = planned[2]
     with pytest.raises(KeyboardInterrupt):
-        command.execute([config], {})
+        sweep_module.execute([config], {})
     [folder] = [path for path in config.out_root.iterdir() if path.name != "latest"]
     partial = _report(folder)
     assert planned[:2] == [entry["id"] for entry in partial["mutants"]]
@@ -166,7 +166,7 @@ def test_an_interrupted_shard_resumes_with_its_verdicts_and_tries_only_the_rest(
 
     recorder.interrupt_at = ""
     recorder.tested.clear()
-    command.execute([config], {"1/1": folder})
+    sweep_module.execute([config], {"1/1": folder})
 
     assert planned[2:] == recorder.tested
     done = _report(folder)
@@ -184,11 +184,11 @@ def test_a_resumed_run_with_another_configuration_is_refused(
     config, recorder = sweep
     recorder.interrupt_at = _synthetic_set().mutants[1].id
     with pytest.raises(KeyboardInterrupt):
-        command.execute([config], {})
+        sweep_module.execute([config], {})
     [folder] = [path for path in config.out_root.iterdir() if path.name != "latest"]
 
     with pytest.raises(MutantsError, match=r"another configuration \(\['pytest_op"):
-        command.execute([replace(config, pytest_options=("-q",))], {"1/1": folder})
+        sweep_module.execute([replace(config, pytest_options=("-q",))], {"1/1": folder})
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from command_support import run_module
@@ -105,7 +106,8 @@ def test_each_answer_decides_its_row(
     field: str, answer: object, fact: str, verdict: str
 ) -> None:
     """A guard is present only when the probe saw the refusal it makes."""
-    rows = dict(decide(replace(MANUAL_TREE, **{field: answer})).rows())
+    changed: dict[str, Any] = {field: answer}  # one field, named by the case
+    rows = dict(decide(replace(MANUAL_TREE, **changed)).rows())
 
     assert verdict == rows[fact]
 

@@ -15,6 +15,7 @@ import math
 from collections.abc import Iterable
 
 import pytest
+from queue_support import cls
 
 from model.affinity import table as affinity_table
 from model.affinity.ops import Acquire, Advance, Commit, Release
@@ -38,7 +39,6 @@ from stateful.queue_subject import (
     profile_yaml,
     request,
 )
-from tests.queue_support import cls
 
 
 def _queue(*classes: ClassConfig) -> QueueHarness:

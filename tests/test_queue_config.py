@@ -20,6 +20,8 @@ from model.queue.types import ClassConfig
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from impl.adapter import NativePolicyQueue
+
 pytestmark = pytest.mark.native
 
 BUCKETS = "uncached_isl_buckets: [{min_tokens: 0, bucket: all}]\n"
@@ -161,7 +163,7 @@ RULE_WORDING = {
 """The crate's wording for the rule each invalid document breaks."""
 
 
-def _native_queue() -> type:
+def _native_queue() -> type[NativePolicyQueue]:
     from impl.adapter import NativePolicyQueue  # noqa: PLC0415 - native tests only
 
     return NativePolicyQueue

@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from queue_support import cls, maker, put
 
 from model.queue.types import Dispatch
-from tests.queue_support import cls, maker, put
 
 pytestmark = pytest.mark.native
 

@@ -44,7 +44,7 @@ from ci.replay.minimize import minimize
 from ci.replay.trace import Trace
 from stateful import capture, stats
 from stateful.affinity_machine import AffinityMachine
-from stateful.affinity_subject import default_factory
+from stateful.affinity_subject import AffinityHarness, default_factory
 from stateful.harness import sut_name
 
 SHRUNK_STEPS_MAX: Final[dict[str, int]] = {
@@ -108,6 +108,7 @@ def shrunk(request: pytest.FixtureRequest) -> Shrunk:
     (run,) = capture.final_runs()
     capture.reset()
     harness = run.harness
+    assert isinstance(harness, AffinityHarness)
     trace = record(harness.config, harness.session_pool, harness.ops, name)
     minimal, _ = minimize(trace, CANARIES[name])
     stats.record_shrink(

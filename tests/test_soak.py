@@ -70,7 +70,7 @@ def test_vacuous_seeds_are_false_alarms_that_reproduce(tmp_path: Path) -> None:
     assert report["seconds_per_seed"]["max"] > 0
 
 
-def _head(repo: Path = REPO_ROOT) -> str:
+def _head(repo: Path) -> str:
     return subprocess.run(
         ["git", "rev-parse", "HEAD"],  # noqa: S607 - git from PATH
         cwd=repo,
@@ -84,14 +84,14 @@ def _piece(
     folder: Path,
     seeds: Sequence[int],
     *,
+    commit: str,
     examples: int = 400,
-    commit: str | None = None,
     dirty: bool = False,
     crate_version: str = "1.6.1",
 ) -> Path:
     """A soak folder with one passing or failing run per seed (made, not run).
 
-    It claims to have run at `commit` (default: this checkout's HEAD).
+    It claims to have run at `commit`.
     """
     state = Soak(
         settings={
@@ -120,7 +120,7 @@ def _piece(
     folder.mkdir(parents=True)
     document = report(state, complete=True)
     document |= {
-        "git_commit": commit or _head(),
+        "git_commit": commit,
         "git_dirty": dirty,
         "crate_source": "registry",
         "crate_version": crate_version,
@@ -129,11 +129,30 @@ def _piece(
     return folder
 
 
-def test_pieces_merge_into_the_report_of_one_run(tmp_path: Path) -> None:
+@pytest.fixture
+def checkout(tmp_path: Path) -> tuple[Path, str]:
+    """A git repository of its own and the one commit the pieces claim to have run.
+
+    The suite's own folder need not be a git checkout: the gate runs it in a copy.
+    """
+    repo = tmp_path / "checkout"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q"], cwd=repo, check=True)  # noqa: S607
+    return repo, _commit(repo, {"stateful/m.py": "rule = 1\n"}, "one")
+
+
+def test_pieces_merge_into_the_report_of_one_run(
+    tmp_path: Path, checkout: tuple[Path, str]
+) -> None:
     """Seeds 1-2 and 3-5 merge into the figures of seeds 1-5 run at once."""
-    whole = merge([_piece(tmp_path / "whole", range(1, 6))])
+    repo, commit = checkout
+    whole = merge([_piece(tmp_path / "whole", range(1, 6), commit=commit)], repo=repo)
     merged = merge(
-        [_piece(tmp_path / "a", range(1, 3)), _piece(tmp_path / "b", range(3, 6))]
+        [
+            _piece(tmp_path / "a", range(1, 3), commit=commit),
+            _piece(tmp_path / "b", range(3, 6), commit=commit),
+        ],
+        repo=repo,
     )
 
     for key in ("seeds_run", "false_alarms", "false_alarm_seeds", "per_seed"):
@@ -143,21 +162,27 @@ def test_pieces_merge_into_the_report_of_one_run(tmp_path: Path) -> None:
     ]
     assert ["1-2", "3-5"] == [piece["seeds"] for piece in merged["merged_from"]]
     assert ["1-5"] == merged["seed_ranges"]
-    assert 1 == main(
-        [str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "out")]
-    )
+    out = ["--out", str(tmp_path / "out"), "--repo", str(repo)]
+    assert 1 == main([str(tmp_path / "a"), str(tmp_path / "b"), *out])
     assert (tmp_path / "out" / "report.json").is_file()
 
 
-def test_a_merge_names_the_seeds_it_is_missing(tmp_path: Path) -> None:
+def test_a_merge_names_the_seeds_it_is_missing(
+    tmp_path: Path, checkout: tuple[Path, str]
+) -> None:
     """Pieces 1-2 and 5-6 cover two ranges; the report and summary show the gap."""
+    repo, commit = checkout
     merged = merge(
-        [_piece(tmp_path / "a", range(1, 3)), _piece(tmp_path / "b", range(5, 7))]
+        [
+            _piece(tmp_path / "a", range(1, 3), commit=commit),
+            _piece(tmp_path / "b", range(5, 7), commit=commit),
+        ],
+        repo=repo,
     )
 
     assert ["1-2", "5-6"] == merged["seed_ranges"]
     assert ["1-2", "5-6"] == [piece["seeds"] for piece in merged["merged_from"]]
-    gapped = merge([_piece(tmp_path / "c", [1, 2, 4])])
+    gapped = merge([_piece(tmp_path / "c", [1, 2, 4], commit=commit)], repo=repo)
     assert ["1-2, 4-4"] == [piece["seeds"] for piece in gapped["merged_from"]]
     assert "seeds: 4 (1-2, 5-6)  false alarms: 0  flaky: 0" == summary(merged)[0]
 
@@ -169,11 +194,12 @@ def test_seed_ranges_are_sorted_runs_without_a_gap() -> None:
 
 
 def test_pieces_that_measured_different_things_do_not_merge(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], checkout: tuple[Path, str]
 ) -> None:
     """Another batch size, a seed twice, or an old report: one line, exit 2."""
-    a = _piece(tmp_path / "a", range(1, 3))
-    other = _piece(tmp_path / "other", range(3, 5), examples=20)
+    repo, commit = checkout
+    a = _piece(tmp_path / "a", range(1, 3), commit=commit)
+    other = _piece(tmp_path / "other", range(3, 5), commit=commit, examples=20)
     old = tmp_path / "old"
     old.mkdir()
     (old / "report.json").write_text(json.dumps({"settings": {}}))
@@ -181,16 +207,27 @@ def test_pieces_that_measured_different_things_do_not_merge(
     for pieces, says in (
         ([a, other], "max_examples 20 differs"),
         ([a, a], "seed 1 is in both"),
-        ([a, _piece(tmp_path / "dirty", range(5, 6), dirty=True)], "uncommitted"),
         (
-            [a, _piece(tmp_path / "crate", range(6, 7), crate_version="1.7.0")],
+            [a, _piece(tmp_path / "dirty", range(5, 6), commit=commit, dirty=True)],
+            "uncommitted",
+        ),
+        (
+            [
+                a,
+                _piece(
+                    tmp_path / "crate",
+                    range(6, 7),
+                    commit=commit,
+                    crate_version="1.7.0",
+                ),
+            ],
             "crate_version '1.7.0' differs",
         ),
         ([a, _piece(tmp_path / "far", range(7, 8), commit="f" * 40)], "not in"),
         ([a, old], "no per-seed rows"),
         ([tmp_path / "missing"], "no report.json there"),
     ):
-        assert 2 == main([str(piece) for piece in pieces])
+        assert 2 == main([str(piece) for piece in pieces] + ["--repo", str(repo)])
         err = capsys.readouterr().err
         assert 1 == len(err.splitlines()), err
         assert says in err, err
@@ -234,3 +271,56 @@ def test_pieces_merge_only_when_they_ran_the_same_code_under_test(
     assert not mixed["code_under_test"]["one_version"]
     assert mixed["crate_version"] is None
     assert 4 == mixed["seeds_run"]
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ("seed", 0, "seed: want a whole number of at least 1: 0"),
+        ("seed", -3, "seed: want a whole number of at least 1: -3"),
+        ("seed", "4", "seed: want a whole number of at least 1: '4'"),
+        ("seconds", "12", "seconds: want a finite number of seconds >= 0: '12'"),
+        ("seconds", float("nan"), "seconds: want a finite number of seconds >= 0: nan"),
+        ("seconds", -1.5, "seconds: want a finite number of seconds >= 0: -1.5"),
+        ("targets", {}, "targets: want a list"),
+    ],
+)
+def test_a_row_the_soak_cannot_have_written_is_refused(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    checkout: tuple[Path, str],
+    case: tuple[str, object, str],
+) -> None:
+    """Seeds from 1 and finite, non-negative seconds only: else one line, exit 2."""
+    field, value, says = case
+    repo, commit = checkout
+    piece = _piece(tmp_path / "a", range(1, 3), commit=commit)
+    path = piece / "report.json"
+    document = json.loads(path.read_text())
+    document["per_seed"][0][field] = value
+    path.write_text(json.dumps(document))
+    out = tmp_path / "out"
+
+    status = main([str(piece), "--repo", str(repo), "--out", str(out)])
+
+    err = capsys.readouterr().err
+    assert 2 == status
+    assert 1 == len(err.splitlines()), err
+    assert says in err
+    assert not out.exists()
+
+
+def test_a_report_whose_settings_are_not_a_mapping_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A report.json with settings of the wrong type is not a soak report."""
+    folder = tmp_path / "piece"
+    folder.mkdir()
+    (folder / "report.json").write_text(json.dumps({"settings": [], "per_seed": []}))
+
+    status = main([str(folder), "--out", str(tmp_path / "out")])
+
+    err = capsys.readouterr().err
+    assert 2 == status
+    assert 1 == len(err.splitlines()), err
+    assert "not a soak report" in err

@@ -9,8 +9,9 @@ clock is fine here: this is a report, not a test.
 
 from __future__ import annotations
 
-import argparse
+import sys
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hypothesis import settings
@@ -18,6 +19,7 @@ from hypothesis.stateful import run_state_machine_as_test
 from rich.console import Console
 from rich.table import Table
 
+from ci.cli import OneLineParser, UsageError, positive_int
 from model.affinity.table import ModelAffinity
 from stateful.affinity_machine import AffinityMachine
 
@@ -26,13 +28,11 @@ if TYPE_CHECKING:
 
 
 def _rate(factory: SutFactory, examples: int) -> tuple[int, float]:
-    machine = type(
-        "BenchAffinityMachine",
-        (AffinityMachine,),
-        {
-            "factory": factory,
-        },
-    )
+    class BenchAffinityMachine(AffinityMachine):
+        """The affinity machine over the benchmarked table."""
+
+    machine = BenchAffinityMachine
+    machine.factory = factory
     started = time.perf_counter()
     run_state_machine_as_test(
         machine,
@@ -42,11 +42,15 @@ def _rate(factory: SutFactory, examples: int) -> tuple[int, float]:
     return machine.steps_run, elapsed
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Print steps per second for model-vs-crate and model-vs-model."""
-    parser = argparse.ArgumentParser(prog="python -m ci.bench.affinity")
-    parser.add_argument("--examples", type=int, default=200)
-    args = parser.parse_args(argv)
+    parser = OneLineParser(prog="python -m ci.bench.affinity")
+    parser.add_argument("--examples", type=positive_int, default=200)
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as error:
+        print(f"ci.bench.affinity: error: {error}", file=sys.stderr)
+        return 2
     from impl.adapter import NativeAffinity  # noqa: PLC0415 - after argument parsing
 
     table = Table(title="affinity machine throughput")

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import math
 import random
+import sys
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
+from ci.cli import OneLineParser, UsageError
 from model.queue.api import call as apply_op
 from model.queue.api import observe
 from model.queue.ops import Enqueue, PopNext, Retain
@@ -48,13 +51,11 @@ CLASSES = (
 
 
 def _machine_rate(factory: Callable[[ProfileSpec], PolicyQueueApi]) -> float:
-    machine = type(
-        "BenchQueueMachine",
-        (QueueMachine,),
-        {
-            "factory": staticmethod(factory),
-        },
-    )
+    class BenchQueueMachine(QueueMachine):
+        """The queue machine over the benchmarked queue."""
+
+    machine = BenchQueueMachine
+    machine.factory = factory
     started = time.perf_counter()
     run_state_machine_as_test(machine, settings=settings())
     elapsed = time.perf_counter() - started
@@ -111,8 +112,13 @@ def _replay_rate(ops: list[QueueOp], *, native: bool) -> float:
     return len(ops) / (time.perf_counter() - started)
 
 
-def main() -> None:
-    """Print steps/s for each configuration."""
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print steps/s for each configuration (the command takes no arguments)."""
+    try:
+        OneLineParser(prog="python -m ci.bench.queue").parse_args(argv)
+    except UsageError as error:
+        print(f"ci.bench.queue: error: {error}", file=sys.stderr)
+        return 2
     import ci.profiles  # noqa: F401, PLC0415 - loads the selected Hypothesis profile
 
     ops = _program(seed=0)
@@ -124,7 +130,8 @@ def main() -> None:
     ]
     for name, rate in rows:
         print(f"{name:<26} {rate:>10,.0f} steps/s")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

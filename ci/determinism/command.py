@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ci.cli import OneLineParser, UsageError, positive_int
+from ci.cli import OneLineParser, UsageError, output_folder, positive_int
 from ci.profiles import EXAMPLES
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
@@ -77,6 +77,10 @@ def _hash_seeds(text: str) -> tuple[str, str]:
     if not valid:
         raise argparse.ArgumentTypeError(
             f"want two PYTHONHASHSEED values A,B: {text!r}"
+        )
+    if int(parts[0]) == int(parts[1]):  # one seed twice proves nothing
+        raise argparse.ArgumentTypeError(
+            f"the two PYTHONHASHSEED values must differ: {text!r}"
         )
     return parts[0], parts[1]
 
@@ -303,10 +307,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         passing = resolve(arguments.targets) if arguments.targets else ()
         failing = resolve(arguments.failing) if arguments.failing else ()
         _check(passing, failing)
+        root = output_folder(arguments.artifacts or artifacts_root(), "--artifacts")
     except (UsageError, UnknownTargetError) as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
+        print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    folder = (arguments.artifacts or artifacts_root()) / "determinism" / utc_stamp()
+    folder = root / "determinism" / utc_stamp()
     folder.mkdir(parents=True)
     pairs: list[Pair] = []
     for target in passing:

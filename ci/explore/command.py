@@ -56,7 +56,7 @@ from rich.table import Table
 
 from ci import subjects
 from ci.canaries.affinity import MODEL_CANARIES
-from ci.cli import OneLineParser, UsageError
+from ci.cli import OneLineParser, UsageError, output_file, output_folder
 from ci.explore.bounds import BOUNDS, CI_BOUNDS, PICTURE_BOUND, bound_named
 from ci.explore.coverage import (
     Coverage,
@@ -628,7 +628,25 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
             raise UsageError(
                 f"argument --{flag}: applies to --subject {', '.join(offering)} only"
             )
+    _check_options(args)
     return args
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse an option the chosen command ignores; check outputs before work."""
+    chosen = [name for name in COMMANDS if getattr(args, name)]
+    command = chosen[0] if chosen else "check"
+    given = {"--json": args.json, "--out": args.out, "--profile": args.profile}
+    used_by = {"--json": "check", "--out": "counterexamples", "--profile": "coverage"}
+    for flag, value in sorted(given.items()):
+        if value is not None and command != used_by[flag]:
+            raise UsageError(f"{flag}: the {command} command does not use it")
+    if args.picture and args.bound is not None:
+        raise UsageError("--bound: --picture draws its own bound")
+    if args.out is not None:
+        output_folder(args.out, "--out")
+    if args.json is not None:
+        output_file(args.json, "--json")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

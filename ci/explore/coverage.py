@@ -180,7 +180,7 @@ class _RecordingMachine(AffinityMachine):
             check_states=False,  # the second model cannot disagree; skip reading it
         )
 
-    def _run(self, rule_name: str, op: Op) -> StepReport:
+    def _run(self, rule_name: str, op: Op) -> StepReport[Op]:
         harness = self._harness()
         before = harness.model.state()
         try:

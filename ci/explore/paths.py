@@ -12,9 +12,11 @@ and the harness' model must land on exactly the state the graph recorded.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from ci.explore import search
 from ci.explore.graph import Exploration
-from ci.explore.search import ExplorationCapError
+from ci.explore.search import ExplorationCapError, OpT
 from model.affinity.ops import Op
 from stateful.affinity_subject import AffinityHarness, SutFactory
 
@@ -24,11 +26,16 @@ PATH_STEPS_MAX = 10_000
 Edge = tuple[int, int, Op]
 
 
-def edge_cover_paths(exploration: Exploration) -> list[list[Edge]]:
-    """Root paths that together take every edge at least once, in creation order."""
+def edge_cover_paths(
+    exploration: search.Exploration[Any, Any, OpT],
+) -> list[list[tuple[int, int, OpT]]]:
+    """Root paths that together take every edge at least once, in creation order.
+
+    Any subject's graph: the queue's tests walk its paths too.
+    """
     graph = exploration.graph
-    taken: set[Edge] = set()
-    paths: list[list[Edge]] = []
+    taken: set[tuple[int, int, OpT]] = set()
+    paths: list[list[tuple[int, int, OpT]]] = []
     for edge in graph.edges(keys=True):
         if edge in taken:
             continue

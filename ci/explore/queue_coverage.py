@@ -181,7 +181,7 @@ class ConcreteQueue:
             case _:
                 return op
 
-    def apply(self, rule_name: str, op: QueueOp) -> tuple[QueueStep, object]:
+    def apply(self, rule_name: str, op: QueueOp) -> tuple[QueueStep, QueueOutcome]:
         """Apply the concrete form of `op`: the step in canonical form, the outcome.
 
         The outcome is the concrete one; the step's operation must name `op`.

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from ci.cli import OneLineParser, UsageError, positive_int
+from ci.cli import OneLineParser, UsageError, output_folder, positive_int
 from ci.profiles import EXAMPLES, STEPS_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
@@ -121,14 +121,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--db", type=Path, default=None, help="local example database directory"
     )
+    # Defaults of the fuzzing-only options are filled in by `_check`, so that
+    # one given with --replay (which would ignore it) is refused instead.
     parser.add_argument("--for", dest="for_s", type=duration_s, default=None)
-    parser.add_argument("--targets", default=",".join(CRATE_TARGETS))
-    parser.add_argument("--examples", type=positive_int, default=EXAMPLES["fuzz"])
+    parser.add_argument("--targets", default=None)
+    parser.add_argument("--examples", type=positive_int, default=None)
     parser.add_argument("--steps", type=positive_int, default=STEPS_PER_PROGRAM["fuzz"])
     parser.add_argument("--batches", type=positive_int, default=None, help="per worker")
     parser.add_argument("--seed", type=int, default=None, help="derive batch seeds")
     parser.add_argument(
-        "--progress-every", type=_seconds, default=PROGRESS_EVERY_S, metavar="SECONDS"
+        "--progress-every", type=_seconds, default=None, metavar="SECONDS"
     )
     parser.add_argument("--artifacts", type=Path, default=None)
     return parser
@@ -508,6 +510,34 @@ def replay_main(arguments: argparse.Namespace, target: Target) -> int:
     return EXIT_CLEAN
 
 
+FUZZING_ONLY: Final[tuple[tuple[str, str], ...]] = (
+    ("for_s", "--for"),
+    ("targets", "--targets"),
+    ("examples", "--examples"),
+    ("batches", "--batches"),
+    ("seed", "--seed"),
+    ("progress_every", "--progress-every"),
+)
+"""(attribute, flag) of the options a --replay run would ignore."""
+
+
+def _fill_defaults(arguments: argparse.Namespace) -> None:
+    """Refuse fuzzing-only options with --replay; else fill in their defaults."""
+    if arguments.replay is not None:
+        given = [
+            flag for name, flag in FUZZING_ONLY if getattr(arguments, name) is not None
+        ]
+        if given:
+            raise UsageError(f"--replay runs no batches: drop {', '.join(given)}")
+        return
+    if arguments.targets is None:
+        arguments.targets = ",".join(CRATE_TARGETS)
+    if arguments.examples is None:
+        arguments.examples = EXAMPLES["fuzz"]
+    if arguments.progress_every is None:
+        arguments.progress_every = PROGRESS_EVERY_S
+
+
 def _check(arguments: argparse.Namespace, targets: Sequence[Target]) -> None:
     """Bounds argparse cannot state."""
     if arguments.workers is not None and arguments.workers > WORKERS_MAX:
@@ -522,12 +552,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Parse the command line; fuzz or replay."""
     try:
         arguments = build_parser().parse_args(argv)
+        _fill_defaults(arguments)
         targets = resolve(arguments.replay or arguments.targets)
         _check(arguments, targets)
+        output_folder(arguments.artifacts or artifacts_root(), "--artifacts")
         if arguments.redis is not None:
             connect(arguments.redis).close()
     except (UsageError, UnknownTargetError, DatabaseUnavailableError) as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
+        print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if arguments.replay is not None:
         return replay_main(arguments, TARGETS[arguments.replay])

@@ -60,7 +60,7 @@ from ci.build_local import (
     describe_extension,
     reinstall_pinned,
 )
-from ci.cli import OneLineParser, UsageError
+from ci.cli import OneLineParser, UsageError, output_folder, positive_seconds
 from ci.mutants.cargo_mutants import (
     ToolMissingError,
     mutant_set,
@@ -180,13 +180,13 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
     )
     parser.add_argument(
         "--pytest-timeout",
-        type=float,
+        type=positive_seconds,
         default=None,
         help="seconds per mutant for our suite (default: 2 x baseline + 30)",
     )
     parser.add_argument(
         "--crate-timeout",
-        type=float,
+        type=positive_seconds,
         default=CRATE_TIMEOUT_S_DEFAULT,
         help=f"seconds for the crate's test build and run (default: "
         f"{CRATE_TIMEOUT_S_DEFAULT})",
@@ -215,9 +215,11 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         help="always finish with pip install -e . (default: only if needed)",
     )
     args = parser.parse_args(argv)
+    output_folder(args.out, "--out")
+    output_folder(args.work_dir, "--work-dir")
     config = Config(
-        pytest_options=tuple(shlex.split(args.pytest_options)),
-        pytest_paths=tuple(shlex.split(args.pytest_paths)),
+        pytest_options=_words(args.pytest_options, "--pytest-options"),
+        pytest_paths=_words(args.pytest_paths, "--pytest-paths"),
         pytest_timeout_s=args.pytest_timeout,
         crate_timeout_s=args.crate_timeout,
         shard=args.shard[0],
@@ -230,6 +232,14 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
     if config.ids and len(args.shard) > 1:
         raise UsageError("--ids and several shards do not go together")
     return config, args
+
+
+def _words(text: str, flag: str) -> tuple[str, ...]:
+    """`text` split as a shell would; unbalanced quotes are a `UsageError`."""
+    try:
+        return tuple(shlex.split(text))
+    except ValueError as error:
+        raise UsageError(f"{flag}: {error}") from None
 
 
 def run_configs(config: Config, shards: Sequence[tuple[int, int]]) -> list[Config]:
@@ -329,9 +339,10 @@ def main_merge(argv: Sequence[str]) -> int:
     )
     try:
         args = parser.parse_args(argv)
+        output_folder(args.out, "--out")
         merged = merge(args.folders, args.recheck)
     except (UsageError, MergeError) as error:
-        print(f"{PROG} merge: {error}", file=sys.stderr)
+        print(f"ci.mutants merge: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     write(args.out, merged, "Mutation sweep, shards merged")
     totals_ = merged["totals"]
@@ -362,7 +373,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not args.smoke:
             tool_version()
     except (UsageError, ToolMissingError) as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
+        print(f"ci.mutants: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.list:
         list_plan(config)

@@ -12,6 +12,7 @@ merged report reads like a single run's.
 from __future__ import annotations
 
 import json
+import re
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -179,12 +180,111 @@ def read_report(folder: Path) -> dict[str, Any]:
     if not path.is_file():
         raise MergeError(f"no {REPORT_NAME} in {folder}")
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
+        with path.open("rb") as stream:
+            raw = stream.read(REPORT_BYTES_MAX + 1)
+        if len(raw) > REPORT_BYTES_MAX:
+            raise MergeError(f"{path}: more than the cap of {REPORT_BYTES_MAX} bytes")
+        data = json.loads(raw.decode("utf-8"))
+    except (OSError, ValueError) as error:  # ValueError: bad JSON or bad UTF-8
         raise MergeError(f"{path} is not JSON: {error}") from None
     if not isinstance(data, dict) or "mutant_set" not in data or "shard" not in data:
         raise MergeError(f"{path} is not a report of python -m ci.mutants")
+    problem = _report_problem(data)
+    if problem is not None:
+        raise MergeError(f"{path}: {problem}")
     return data
+
+
+REPORT_BYTES_MAX = 64 * 1024 * 1024
+"""A shard's report is a few megabytes; a larger file is not one."""
+_SHARD = re.compile(r"(\d+)/(\d+)")
+_REPORT_TYPES: dict[str, type | tuple[type, ...]] = {
+    "mutant_set": dict,
+    "shard": str,
+    "mutants": list,
+    "planned": list,
+    "finished": bool,
+    "git_commit": str,
+    "started_at": str,
+    "config": dict,
+    "mutants_seconds": (int, float),
+    "setup_seconds": (int, float),
+    "versions": dict,
+}
+"""What `merge` reads of a report, and the JSON type each must have."""
+_ENTRY_TYPES: dict[str, type | tuple[type, ...]] = {
+    "id": str,
+    "file": str,
+    "line": int,
+    "operator": str,
+    "description": str,
+    "viable": bool,
+    "build_seconds": (int, float),
+    "seconds": (int, float),
+}
+"""What `record_from_json` reads of a mutant's entry (besides its verdicts)."""
+
+
+def _type_problem(
+    where: str, data: dict[str, Any], types: dict[str, type | tuple[type, ...]]
+) -> str | None:
+    for key, wanted in types.items():
+        if key not in data:
+            return f"{where}{key}: missing"
+        value = data[key]
+        if isinstance(value, bool) and wanted is not bool:
+            return f"{where}{key}: {value!r} is not of the recorded type"
+        if not isinstance(value, wanted):
+            return f"{where}{key}: {value!r} is not of the recorded type"
+    return None
+
+
+def _verdict_problem(where: str, verdict: object) -> str | None:
+    if verdict is None:
+        return None
+    if not isinstance(verdict, dict):
+        return f"{where}: not a verdict"
+    try:
+        Verdict(**verdict)
+    except TypeError as error:
+        return f"{where}: {error}"
+    if not isinstance(verdict["outcome"], str):
+        return f"{where}.outcome: not a text"
+    return None
+
+
+def _report_problem(data: dict[str, Any]) -> str | None:
+    """The first field `merge` cannot read as a shard run writes it, if any."""
+    problem = _type_problem("", data, _REPORT_TYPES)
+    if problem is not None:
+        return problem
+    mutant_set = data["mutant_set"]
+    if not isinstance(mutant_set.get("fingerprint"), str):
+        return "mutant_set.fingerprint: not a text"
+    ids = mutant_set.get("ids")
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        return "mutant_set.ids: not a list of texts"
+    if data.get("kind") != "ids":
+        shard = _SHARD.fullmatch(data["shard"])
+        if shard is None or not 1 <= int(shard[1]) <= int(shard[2]):
+            return f"shard: {data['shard']!r} is not K/N with 1 <= K <= N"
+    if not isinstance(data["config"].get("crate_timeout_s"), (int, float)):
+        return "config.crate_timeout_s: not a number"
+    for index, entry in enumerate(data["mutants"]):
+        where = f"mutants[{index}]."
+        if not isinstance(entry, dict):
+            return f"mutants[{index}]: not an entry"
+        problem = _type_problem(where, entry, _ENTRY_TYPES) or next(
+            (
+                found
+                for side in SIDES
+                if (found := _verdict_problem(f"{where}{side}", entry.get(side)))
+            ),
+            None,
+        )
+        if problem is not None:
+            return problem
+    return None
 
 
 def _shard_of(text: str) -> tuple[int, int]:

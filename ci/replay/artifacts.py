@@ -354,7 +354,9 @@ def write_artifact(
         description += f" {failed.difference}"
     trace = kind_of(subject).record_harness(harness, description)
     save(trace, folder)
-    minimal_steps = _write_minimal(trace, harness.factory, folder)
+    factory = harness.factory
+    assert factory is not None, "a harness chooses its factory when it is built"
+    minimal_steps = _write_minimal(trace, factory, folder)
     _write_repro(folder)
 
     reproduction = reproductions(failure_text)[0]

@@ -279,23 +279,35 @@ def trace_path(path: Path) -> Path:
 def parse(text: str, source: str = "") -> object:
     """Parse JSON text; a syntax error becomes a `TraceError` with its line."""
     try:
-        return json.loads(text)
+        document = json.loads(text)
     except json.JSONDecodeError as error:
         raise TraceError(
             f"line {error.lineno} column {error.colno}",
             f"not valid JSON: {error.msg}",
             source,
         ) from None
+    try:  # JSON escapes can spell a lone surrogate, which no UTF-8 text holds
+        json.dumps(document, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as error:
+        reason = "text that is not valid Unicode (a lone surrogate)"
+        raise TraceError(
+            "", f"{reason}: {error.object[error.start : error.end]!a}", source
+        ) from None
+    return document
 
 
 def read_text(path: Path) -> str:
     """A trace file's text; unreadable or oversized files are a `TraceError`."""
     file = trace_path(path)
     try:
-        size = file.stat().st_size
-        if size > TRACE_BYTES_MAX:
-            raise TraceError("", f"{size} bytes exceed the cap of {TRACE_BYTES_MAX}")
-        return file.read_text(encoding="utf-8")
+        # A bounded read: a device file or a pipe reports no size worth trusting.
+        with file.open("rb") as stream:
+            data = stream.read(TRACE_BYTES_MAX + 1)
+        if len(data) > TRACE_BYTES_MAX:
+            raise TraceError(
+                "", f"more than the cap of {TRACE_BYTES_MAX} bytes", str(file)
+            )
+        return data.decode("utf-8")
     except FileNotFoundError:
         raise TraceError("", "no such trace file", str(file)) from None
     except (OSError, UnicodeDecodeError) as error:

@@ -31,7 +31,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from ci.replay.command import UsageError, build_parser, factory_for, replay
+from ci.cli import UsageError, output_file
+from ci.replay.command import build_parser, factory_for, replay
 from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, Trace, load, save
 
@@ -121,6 +122,13 @@ def default_output(path: Path) -> Path:
     return path.with_name(f"{path.stem}.min.json")
 
 
+def _checked(arguments: argparse.Namespace) -> Path:
+    """The output path, checked before any replay; options that would do nothing."""
+    if arguments.reading is not None:
+        raise UsageError("--reading applies to ci.replay's concurrent histories")
+    return output_file(arguments.out or default_output(arguments.path), "--out")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     parser = build_parser()
@@ -129,6 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None, help="where to write")
     try:
         arguments: argparse.Namespace = parser.parse_args(argv)
+        out = _checked(arguments)
         trace = load(arguments.path)
         factory, label = factory_for(trace.kind, arguments.sut, arguments.canary)
         minimal, replays = minimize(trace, factory)
@@ -138,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MinimizeError as error:
         print(f"ci.replay.minimize: {error}", file=sys.stderr)
         return 1
-    written = save(minimal, arguments.out or default_output(arguments.path))
+    written = save(minimal, out)
     print(
         f"{len(trace.steps)} -> {len(minimal.steps)} steps against {label} "
         f"({replays} replays): {written}"

@@ -30,12 +30,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import platform
 import statistics
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -43,7 +44,7 @@ from typing import Any, Final
 
 import hypothesis
 
-from ci.cli import OneLineParser, UsageError, positive_int
+from ci.cli import OneLineParser, UsageError, output_folder, positive_int
 from ci.profiles import EXAMPLES, STEPS_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
@@ -221,14 +222,60 @@ def seed_row(run: SeedRun) -> dict[str, Any]:
     }
 
 
-def seed_from_row(row: dict[str, Any]) -> SeedRun:
-    """The inverse of `seed_row` (a `KeyError`/`TypeError` on a bad row)."""
-    targets = tuple(
-        TargetRun(**{**target, "replay": tuple(target["replay"])})
-        for target in row["targets"]
+RETURNCODE_MIN: Final[int] = -(2**31)
+"""A process's exit status as subprocess reports it (negative: a signal)."""
+
+
+def _whole(row: Mapping[str, Any], key: str, minimum: int) -> int:
+    value = row[key]
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"{key}: want a whole number of at least {minimum}: {value!r}")
+    return value
+
+
+def _seconds(row: Mapping[str, Any], key: str) -> float:
+    value = row[key]
+    valid = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if not valid or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{key}: want a finite number of seconds >= 0: {value!r}")
+    return float(value)
+
+
+def _target_from_row(target: Mapping[str, Any]) -> TargetRun:
+    texts = ("target", "outcome", "message")
+    if not all(isinstance(target[key], str) for key in texts):
+        raise ValueError(f"targets: {', '.join(texts)} must be texts")
+    if not all(isinstance(target[key], bool) for key in ("counterexample", "flaky")):
+        raise ValueError("targets: counterexample and flaky must be true or false")
+    replay = target["replay"]
+    if not isinstance(replay, list) or not all(isinstance(r, str) for r in replay):
+        raise ValueError("targets: replay must be a list of texts")
+    return TargetRun(
+        target=target["target"],
+        outcome=target["outcome"],
+        message=target["message"],
+        counterexample=target["counterexample"],
+        flaky=target["flaky"],
+        test_cases=_whole(target, "test_cases", 0),
+        seconds=_seconds(target, "seconds"),
+        replay=tuple(replay),
     )
+
+
+def seed_from_row(row: dict[str, Any]) -> SeedRun:
+    """The inverse of `seed_row`; a `KeyError`, `TypeError` or `ValueError`.
+
+    Raised for a row that `seed_row` cannot have written: seeds count from 1,
+    seconds are finite and not negative, flags are booleans, texts are texts.
+    """
+    if not isinstance(row["targets"], list):
+        raise TypeError("targets: want a list")
+    targets = tuple(_target_from_row(target) for target in row["targets"])
     return SeedRun(
-        int(row["seed"]), float(row["seconds"]), int(row["returncode"]), targets
+        _whole(row, "seed", 1),
+        _seconds(row, "seconds"),
+        _whole(row, "returncode", RETURNCODE_MIN),
+        targets,
     )
 
 
@@ -348,8 +395,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments = build_parser().parse_args(argv)
         targets = resolve(arguments.targets)
         _check(arguments)
+        output_folder(arguments.artifacts or artifacts_root(), "--artifacts")
     except (UsageError, UnknownTargetError) as error:
-        print(f"{PROG}: {error}", file=sys.stderr)
+        print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     return soak(arguments, targets)
 

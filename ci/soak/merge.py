@@ -1,6 +1,6 @@
 """Soak reports run in pieces, merged into one.
 
-    python -m ci.soak merge DIR... [--out DIR]
+    python -m ci.soak merge DIR... [--out DIR] [--mixed-code] [--repo DIR]
 
 Each DIR is a soak folder (holding `report.json`) or a `soak/` folder whose
 `latest` is taken. The pieces must have measured the same thing -- profile,
@@ -18,6 +18,8 @@ files), the pieces clean, and their crate source and version alike. A commit
 that changed only documentation keeps a soak mergeable; one that changed a
 machine, the model, a property or the binding does not. `--mixed-code` merges
 such pieces anyway and says so (`code_under_test.one_version` false).
+`--repo` names the git repository that holds the pieces' commits (default:
+this checkout).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from ci.cli import OneLineParser, UsageError
+from ci.cli import OneLineParser, UsageError, output_folder
 from ci.replay.artifacts import REPO_ROOT, utc_stamp
 from ci.soak import command
 from ci.soak.command import Recheck, Soak, seed_from_row
@@ -75,7 +77,9 @@ def read_piece(folder: Path) -> dict[str, Any]:
                 document = json.loads(candidate.read_text())
             except (OSError, ValueError) as error:
                 raise MergeError(f"{candidate}: not a soak report ({error})") from None
-            if not isinstance(document, dict) or "settings" not in document:
+            if not isinstance(document, dict) or not isinstance(
+                document.get("settings"), dict
+            ):
                 raise MergeError(f"{candidate}: not a soak report")
             if "per_seed" not in document:
                 raise MergeError(
@@ -230,11 +234,16 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("folders", type=Path, nargs="+")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--mixed-code", action="store_true")
+    parser.add_argument("--repo", type=Path, default=REPO_ROOT)
     try:
         arguments = parser.parse_args(argv)
-        document = merge(arguments.folders, mixed_code=arguments.mixed_code)
+        if arguments.out is not None:
+            output_folder(arguments.out, "--out")
+        document = merge(
+            arguments.folders, repo=arguments.repo, mixed_code=arguments.mixed_code
+        )
     except UsageError as error:
-        print(f"{command.PROG}: merge: {error}", file=sys.stderr)
+        print(f"{command.PROG} merge: error: {error}", file=sys.stderr)
         return command.EXIT_USAGE
     out = arguments.out or (
         _soak_folder(arguments.folders[0]) / f"{utc_stamp()}-merged"

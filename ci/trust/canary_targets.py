@@ -18,6 +18,7 @@ from ci.canaries.queue import plain_rotation
 from stateful.affinity_machine import AffinityMachine
 from stateful.affinity_subject import SutFactory
 from stateful.queue_machine import QueueMachine
+from stateful.queue_subject import QueueFactory
 
 
 class LateExpiryMachine(AffinityMachine):
@@ -29,7 +30,7 @@ class LateExpiryMachine(AffinityMachine):
 class PlainRotationMachine(QueueMachine):
     """The queue machine against the `plain_rotation` canary (no extension)."""
 
-    factory = staticmethod(plain_rotation)
+    factory: ClassVar[QueueFactory | None] = plain_rotation
 
 
 def test_the_late_expiry_canary_agrees_with_the_model() -> None:

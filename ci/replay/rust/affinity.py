@@ -51,6 +51,7 @@ from ci.replay.rust.emit import (
     duration,
     header,
     one_line,
+    rust_format_string,
     rust_int,
     rust_string,
     seconds,
@@ -306,13 +307,13 @@ class AffinityWriter:
                     f"AcquireStep::Held(Hold::Initialize({self._local(handle).name}))"
                 )
                 self._let_else(
-                    pattern, f"{call}.expect({self._message()})", "initialize"
+                    pattern, f"{call}.expect({self._message(plain=True)})", "initialize"
                 )
             case Bound(handle, target):
                 hold = self._local(handle).name
                 self._let_else(
                     f"AcquireStep::Held({hold})",
-                    f"{call}.expect({self._message()})",
+                    f"{call}.expect({self._message(plain=True)})",
                     "hold a bound session",
                 )
                 self.test.line(
@@ -323,7 +324,7 @@ class AffinityWriter:
                 self.waiters = True
                 self._let_else(
                     f"AcquireStep::Wait(mut {self._local(waiter).name})",
-                    f"{call}.expect({self._message()})",
+                    f"{call}.expect({self._message(plain=True)})",
                     "wait for the initialization",
                 )
             case _:
@@ -336,7 +337,7 @@ class AffinityWriter:
         if isinstance(outcome.value, int):
             lease = self._local(outcome.value)
             binding = f"let {'mut ' if lease.mutable else ''}{lease.name}"
-            self.test.line(f"{binding} = {call}.expect({self._message()});")
+            self.test.line(f"{binding} = {call}.expect({self._message(plain=True)});")
         else:
             self.test.line(f"assert!({call}.is_none(), {self._message()});")
 
@@ -351,7 +352,7 @@ class AffinityWriter:
         if isinstance(outcome.value, int):
             lease = self._local(outcome.value)
             binding = f"let {'mut ' if lease.mutable else ''}{lease.name}"
-            self.test.line(f"{binding} = {call}.expect({self._message()});")
+            self.test.line(f"{binding} = {call}.expect({self._message(plain=True)});")
         else:
             self._expect_error(call, outcome)
 
@@ -422,7 +423,7 @@ class AffinityWriter:
         self.test.use("std::time::Duration")
         call = f"table.advance_clock(origin + {duration(now_ns)})"
         if outcome.ok:
-            self.test.line(f"{call}.expect({self._message()});")
+            self.test.line(f"{call}.expect({self._message(plain=True)});")
             self.now_ns = now_ns
         else:
             self._expect_error(call, outcome)
@@ -552,12 +553,18 @@ class AffinityWriter:
     def _let_else(self, pattern: str, value: str, should: str) -> None:
         text = f"step {self.step}: {self.what} should {should}"
         self.test.line(
-            f"let {pattern} = {value} else {{", f"panic!({rust_string(text)});", "};"
+            f"let {pattern} = {value} else {{",
+            f"panic!({rust_format_string(text)});",
+            "};",
         )
 
-    def _message(self, read: str = "") -> str:
-        """A message naming the step and what it reads (else the step's call)."""
-        return rust_string(f"step {self.step}: {read or self.what}")
+    def _message(self, read: str = "", *, plain: bool = False) -> str:
+        """A message naming the step and what it reads (else the step's call).
+
+        A format string for the assertion macros; `plain` for `expect`.
+        """
+        literal = rust_string if plain else rust_format_string
+        return literal(f"step {self.step}: {read or self.what}")
 
     def _local(self, number: int) -> Local:
         return self.locals[number]

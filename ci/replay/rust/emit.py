@@ -148,6 +148,15 @@ def rust_string(text: str) -> str:
     return '"' + "".join(escaped) + '"'
 
 
+def rust_format_string(text: str) -> str:
+    """A literal for the message of `assert!`, `assert_eq!` or `panic!`.
+
+    Those read it as a format string: a brace of the text (a session id of
+    `{}`) is doubled, or the test does not compile.
+    """
+    return rust_string(text.replace("{", "{{").replace("}", "}}"))
+
+
 def repeated(text: str) -> tuple[str, int] | None:
     """(char, count) when `text` is one character repeated at least `REPEAT_MIN`."""
     if len(text) >= REPEAT_MIN and text == text[0] * len(text):

@@ -33,6 +33,7 @@ from ci.replay.rust.emit import (
     header,
     one_line,
     rust_float,
+    rust_format_string,
     rust_int,
     rust_string,
 )
@@ -203,7 +204,7 @@ class QueueWriter:
         )
         rejection = outcome.value
         if rejection is None:
-            self.test.line(f"{call}.expect({self._message()});")
+            self.test.line(f"{call}.expect({self._message(plain=True)});")
             return
         assert isinstance(rejection, Rejection)
         self.test.use(f"{SCHEDULING}::QueueLimitKind", f"{SCHEDULING}::QueueRejection")
@@ -227,8 +228,9 @@ class QueueWriter:
         assert isinstance(item, QueuedItem)
         self.rows = True
         served = f"p{item.payload}"
+        popped = self._message(f"{served} served", plain=True)
         self.test.line(
-            f"let popped = {call}.expect({self._message(f'{served} served')});",
+            f"let popped = {call}.expect({popped});",
             f"assert_eq!(row(&popped), {self._row(item)}, {self._message(served)});",
         )
 
@@ -343,11 +345,15 @@ class QueueWriter:
                 f"step {self.step}: {what} {value} is outside 0..={maximum}"
             )
 
-    def _message(self, text: str = "", *, own: bool = False) -> str:
+    def _message(
+        self, text: str = "", *, own: bool = False, plain: bool = False
+    ) -> str:
+        """A format string for the assertion macros; `plain` for `expect`."""
+        literal = rust_string if plain else rust_format_string
         if own:
-            return rust_string(f"step {self.step}: {text}")
+            return literal(f"step {self.step}: {text}")
         suffix = f": {text}" if text else ""
-        return rust_string(f"step {self.step}: {self.what}{suffix}")
+        return literal(f"step {self.step}: {self.what}{suffix}")
 
     # ---- declarations and header ---------------------------------------------
 

@@ -1,0 +1,284 @@
+"""Every `python -m` command refuses bad arguments and unwritable outputs in one line.
+
+The contract (README, "Two commands"): a usage error is exit 2 with exactly
+one line on stderr, `MODULE: error: WHY` (`MODULE merge: error:` for a merge),
+never a traceback, and a refused command changes no file.
+Each case below was, before its fix, a traceback, argparse's multi-line usage,
+or a command that ran with an argument it ignored.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from command_support import run_module
+
+from ci.cli import UsageError, output_file, output_folder
+
+COMMAND_TIMEOUT_S = 120
+NOT_A_FOLDER = "{file}/below"
+"""An output path under a regular file: no folder can be made there."""
+TRACE = str(
+    Path(__file__).resolve().parent.parent / "ci/replay/corpus/b16_virtual_ttl.json"
+)
+"""A corpus trace (it agrees, so it needs no minimizing)."""
+
+CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("ci.gate", ("--profile", "pr", "-n", "0x"), "argument -n: not a whole number"),
+    ("ci.gate", ("--profile", "pr", "-n", "-2"), "argument -n: must be at least 1"),
+    (
+        "ci.gate",
+        ("--profile", "pr", "--junit", NOT_A_FOLDER + "/junit.xml"),
+        "is not a folder",
+    ),
+    ("ci.gate", ("--profile", "pr", "--artifacts", NOT_A_FOLDER), "is not a folder"),
+    ("ci.bench.affinity", ("--examples", "0"), "must be at least 1: 0"),
+    ("ci.bench.affinity", ("extra",), "unrecognized arguments: extra"),
+    ("ci.bench.queue", ("extra",), "unrecognized arguments: extra"),
+    ("ci.production", ("--markdown",), "unrecognized arguments: --markdown"),
+    ("properties", ("extra",), "unrecognized arguments: extra"),
+    ("ci.build_local", ("--bogus",), "unrecognized arguments: --bogus"),
+    ("ci.build_local", ("--pinned", "--features", "manual-clock"), "drop --features"),
+    ("ci.build_local", ("--source", "{file}"), "no Cargo.toml there"),
+    (
+        "ci.build_local",
+        ("--source", "{file}", "--into", NOT_A_FOLDER),
+        "--into {file}/below: {file} is not a folder",
+    ),
+    ("ci.determinism", ("--hash-seeds", "1,1"), "values must differ: '1,1'"),
+    ("ci.determinism", ("--hash-seeds", "7,07"), "values must differ"),
+    (
+        "ci.determinism",
+        ("--targets", "affinity", "--artifacts", NOT_A_FOLDER),
+        "--artifacts {file}/below: {file} is not a folder",
+    ),
+    (
+        "ci.fuzz",
+        ("--workers", "1", "--artifacts", NOT_A_FOLDER),
+        "--artifacts {file}/below: {file} is not a folder",
+    ),
+    ("ci.fuzz", ("--replay", "affinity", "--examples", "5"), "drop --examples"),
+    ("ci.fuzz", ("--replay", "affinity", "--seed", "0"), "drop --seed"),
+    ("ci.fuzz", ("--replay", "affinity", "--for", "1m"), "drop --for"),
+    (
+        "ci.queue_parity",
+        ("--record", NOT_A_FOLDER + "/parity.json"),
+        "--record {file}/below/parity.json: {file} is not a folder",
+    ),
+    ("ci.queue_parity", ("--compare", "{file}", "--programs", "5"), "drop --programs"),
+    ("ci.queue_parity", ("--compare", "{empty_record}"), "no programs recorded"),
+    ("ci.queue_parity", ("--compare", "{latin1}"), "cannot read"),
+    (
+        "ci.soak",
+        ("--seeds", "1", "--artifacts", NOT_A_FOLDER),
+        "--artifacts {file}/below: {file} is not a folder",
+    ),
+    (
+        "ci.soak",
+        ("merge", "{file}", "--out", NOT_A_FOLDER),
+        "--out {file}/below: {file} is not a folder",
+    ),
+    (
+        "ci.replay.minimize",
+        (TRACE, "--sut", "model", "--out", NOT_A_FOLDER + "/m.json"),
+        "--out {file}/below/m.json: {file} is not a folder",
+    ),
+    (
+        "ci.replay.minimize",
+        (TRACE, "--sut", "model", "--reading", "atomic"),
+        "--reading applies to ci.replay's concurrent histories",
+    ),
+    (
+        "ci.explore",
+        ("--json", NOT_A_FOLDER + "/x.json"),
+        "--json {file}/below/x.json: {file} is not a folder",
+    ),
+    (
+        "ci.explore",
+        ("--counterexamples", "--out", NOT_A_FOLDER),
+        "--out {file}/below: {file} is not a folder",
+    ),
+    ("ci.explore", ("--out", "{file}"), "--out: the check command does not use it"),
+    ("ci.explore", ("--bench", "--json", "x.json"), "the bench command does not"),
+    ("ci.explore", ("--replay", "--profile", "ci"), "--profile: the replay command"),
+    ("ci.explore", ("--picture", "--bound", "picture"), "draws its own bound"),
+    ("ci.replay", ("{surrogate}",), "not valid Unicode (a lone surrogate): '\\ud800'"),
+    ("ci.replay", ("{latin1}",), "cannot read: 'utf-8' codec can't decode"),
+    ("ci.replay", ("/dev/zero",), "more than the cap of"),
+    ("ci.replay.minimize", ("{surrogate}", "--out", "{file}.min"), "lone surrogate"),
+    (
+        "ci.gate",
+        ("--profile", "pr", "--source", "{latin1_crate}"),
+        "affinity.rs is not UTF-8 text",
+    ),
+    ("ci.mutants", ("--pytest-timeout", "nan"), "must be a finite number above 0"),
+    ("ci.mutants", ("--pytest-timeout", "-1"), "must be a finite number above 0"),
+    ("ci.mutants", ("--crate-timeout", "inf"), "must be a finite number above 0"),
+    ("ci.mutants", ("--crate-timeout", "0"), "must be a finite number above 0"),
+    ("ci.mutants", ("--pytest-options", '"-x'), "--pytest-options: No closing"),
+    (
+        "ci.mutants",
+        ("--out", NOT_A_FOLDER),
+        "--out {file}/below: {file} is not a folder",
+    ),
+    (
+        "ci.mutants",
+        ("merge", "{file}", "--out", NOT_A_FOLDER),
+        "--out {file}/below: {file} is not a folder",
+    ),
+)
+"""(module, arguments, what the one line says); `{file}` is a regular file."""
+
+
+def _inputs(folder: Path) -> dict[str, Path]:
+    """The files the cases name: `{file}` (plain text), bad records, and so on."""
+    places = {
+        "file": folder / "a-file",
+        "empty_record": folder / "empty-parity.json",
+        "latin1": folder / "latin1.json",
+        "surrogate": folder / "surrogate.json",
+        "latin1_crate": folder / "crate",
+    }
+    places["file"].write_text("not a folder\n")
+    places["empty_record"].write_text(
+        '{"format": "queue-parity/1", "build": "b", "results": []}\n'
+    )
+    places["latin1"].write_bytes(b'{"build": "caf\xe9"}\n')
+    places["surrogate"].write_text('{"session_pool": ["\\ud800"]}\n')
+    crate = places["latin1_crate"]
+    for file in ("services/selection/affinity.rs", "scheduling/policy_queue.rs"):
+        (crate / "src" / file).parent.mkdir(parents=True)
+        (crate / "src" / file).write_bytes(b"pub fn caf\xe9() {}\n")
+    (crate / "Cargo.toml").write_text('[package]\nname = "dynamo-kv-router"\n')
+    return places
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "says"),
+    [pytest.param(*case, id=f"{case[0]} {' '.join(case[1])}") for case in CASES],
+)
+def test_a_refused_command_says_why_in_one_line_and_changes_nothing(
+    module: str, argv: tuple[str, ...], says: str, tmp_path: Path
+) -> None:
+    """Exit 2, one `MODULE: error:` line naming the problem, no traceback, no file."""
+    places = _inputs(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
+
+    completed = run_module(
+        module,
+        *[arg.format(**places) for arg in argv],
+        timeout_s=COMMAND_TIMEOUT_S,
+    )
+
+    assert 2 == completed.returncode, completed.stderr
+    assert 1 == len(completed.stderr.splitlines()), completed.stderr
+    assert says.format(**places) in completed.stderr
+    command = f"{module} merge" if argv[:1] == ("merge",) else module
+    assert completed.stderr.startswith(f"{command}: error: "), completed.stderr
+    assert "Traceback" not in completed.stdout + completed.stderr
+    assert before == sorted(tmp_path.rglob("*"))
+
+
+def test_an_output_folder_under_a_file_is_refused_naming_both(tmp_path: Path) -> None:
+    """The message names the flag, the path asked for, and the file in the way."""
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+
+    with pytest.raises(UsageError) as refused:
+        output_folder(blocker / "out", "--out")
+
+    assert f"--out {blocker / 'out'}: {blocker} is not a folder" == str(refused.value)
+
+
+def test_an_output_file_that_is_a_folder_is_refused(tmp_path: Path) -> None:
+    """A file output cannot replace a folder."""
+    with pytest.raises(UsageError) as refused:
+        output_file(tmp_path, "--json")
+
+    assert f"--json {tmp_path}: is a folder, not a file" == str(refused.value)
+
+
+def test_outputs_that_can_be_made_are_accepted_and_nothing_is_created(
+    tmp_path: Path,
+) -> None:
+    """A missing folder chain or an existing file passes; the check creates nothing."""
+    existing = tmp_path / "report.json"
+    existing.write_text("{}")
+
+    assert tmp_path / "a" / "b" == output_folder(tmp_path / "a" / "b", "--out")
+    assert existing == output_file(existing, "--json")
+    assert tmp_path / "c" / "d.xml" == output_file(tmp_path / "c" / "d.xml", "--junit")
+    assert [existing] == sorted(tmp_path.rglob("*"))
+
+
+SHARD_REPORT = (
+    Path(__file__).resolve().parent.parent
+    / "ci/mutants/reports/20261204T130509Z-14of16/report.json"
+)
+"""A committed shard report of the mutation sweep, corrupted one field at a time."""
+
+
+def _corrupt(report: dict[str, Any], change: str) -> None:
+    match change:
+        case "shard zero":
+            report["shard"] = "0/16"
+        case "line as text":
+            report["mutants"][0]["line"] = "7"
+        case "verdict field":
+            report["mutants"][0]["ours"]["bogus"] = 1
+        case "set as list":
+            report["mutant_set"] = []
+        case "seconds missing":
+            del report["mutants_seconds"]
+
+
+@pytest.mark.parametrize(
+    ("change", "says"),
+    [
+        ("shard zero", "shard: '0/16' is not K/N with 1 <= K <= N"),
+        ("line as text", "mutants[0].line: '7' is not of the recorded type"),
+        ("verdict field", "mutants[0].ours: "),
+        ("set as list", "mutant_set: [] is not of the recorded type"),
+        ("seconds missing", "mutants_seconds: missing"),
+    ],
+)
+def test_a_malformed_shard_report_is_refused_naming_the_field(
+    change: str, says: str, tmp_path: Path
+) -> None:
+    """ci.mutants merge: one line naming the file and the field, exit 2, no output."""
+    report = json.loads(SHARD_REPORT.read_text(encoding="utf-8"))
+    _corrupt(report, change)
+    folder = tmp_path / "shard"
+    folder.mkdir()
+    (folder / "report.json").write_text(json.dumps(report), encoding="utf-8")
+    out = tmp_path / "merged"
+
+    completed = run_module(
+        "ci.mutants", "merge", str(folder), "--out", str(out), timeout_s=120
+    )
+
+    assert 2 == completed.returncode, completed.stderr
+    assert 1 == len(completed.stderr.splitlines()), completed.stderr
+    assert f"{folder / 'report.json'}: {says}" in completed.stderr
+    assert not out.exists()
+
+
+def test_a_folder_without_write_access_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No write access where the output would go: one line naming that folder.
+
+    The suite may run as root, for whom every folder is writable; the check's
+    own answer is replaced here, as a read-only mount would give it.
+    """
+    monkeypatch.setattr("ci.cli.os.access", lambda _path, _mode: False)
+
+    with pytest.raises(UsageError) as refused:
+        output_folder(tmp_path / "out", "--artifacts")
+
+    assert f"--artifacts {tmp_path / 'out'}: {tmp_path} is not writable" == str(
+        refused.value
+    )
