@@ -46,9 +46,10 @@ evaluation with it true is non-vacuous, and a CI run in which a property was
 never non-vacuous fails as a missed goal does (unless the row says it is
 unreachable under that run's configuration); *boundary* is the antecedent's
 edge case, counted separately. *Reads* names the model functions (in this
-repository) the property reads; *guards* names the crate items it guards, with
-the file and line where each starts in the crate's source as cargo downloads it
-(`$CARGO_HOME/registry/src/*/{crate}/`). The gate's dossier
+repository) whose behaviour the property checks -- it never calls them, it
+states its expectation in its own words; *guards* names the crate items it
+guards, with the file and line where each starts in the crate's source as cargo
+downloads it (`$CARGO_HOME/registry/src/*/{crate}/`). The gate's dossier
 (`ci/artifacts/dossier/latest/dossier.md`) counts, per run, how often each row
 was evaluated, non-vacuous and at its boundary.
 """

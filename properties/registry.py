@@ -23,8 +23,10 @@ Evidence that a check meant something:
   missed goal does. Where a property has an edge (a deadline exactly now, a
   table exactly full, equal versions), it declares a *boundary* predicate
   too, a special case of the antecedent;
-* every property cites the model functions it reads (`reads`, dotted Python
-  paths in this repository) and the crate items it guards (`guards`, Rust
+* every property cites the model functions whose behaviour it checks
+  (`reads`, dotted Python paths in this repository; it imports the model's
+  types but never calls these: `tests/test_hygiene.py`) and the crate items
+  it guards (`guards`, Rust
   paths inside `dynamo-kv-router`, e.g.
   `services::selection::affinity::SessionAffinity::try_acquire`);
   `properties.citations` resolves both to file and line.
@@ -87,7 +89,7 @@ class Property:
     boundary: Condition | None = None
     """`always` only, optional: the antecedent's edge case."""
     reads: tuple[str, ...] = ()
-    """Model functions the property reads (dotted paths in this repository)."""
+    """Model functions whose behaviour the property checks (dotted paths)."""
     guards: tuple[str, ...] = ()
     """Crate items the property guards (Rust paths inside the crate)."""
 
