@@ -24,12 +24,14 @@ from properties.registry import Property
 
 
 class _OneLineParser(argparse.ArgumentParser):
-    """Bad arguments are one line on stderr and exit 2, never the usage dump."""
+    """A usage error is one line and exit 2, as `ci.cli.OneLineParser` makes it.
+
+    This package sits below `ci` in the import layers and cannot import it.
+    """
 
     def error(self, message: str) -> NoReturn:
-        """Print `prog: error: message` alone and exit 2."""
-        print(f"{self.prog}: error: {message}", file=sys.stderr)
-        raise SystemExit(2)
+        """Print `properties: error: message` alone and exit 2."""
+        self.exit(2, f"properties: error: {message}\n")
 
 
 _HEADER = """# Invariant catalogue
