@@ -753,6 +753,136 @@ class NativePolicyQueue:
             self._table.recheck_all_workers()
 
 
+# ---- the scheduler -------------------------------------------------------------
+#
+# `LocalScheduler` (`impl/src/scheduler.rs`): the public scheduler over its
+# admission queue. Imports sit here for the same reason as the queue's.
+
+from model.errors import SchedulerError  # noqa: E402
+from model.scheduler.api import SchedulerApi  # noqa: E402
+from model.scheduler.ops import Schedule  # noqa: E402
+from model.scheduler.types import NOT_FOUND, FateKind, SchedulerConfig  # noqa: E402
+from model.scheduler.types import ClassStats as SchedulerClassStats  # noqa: E402
+from model.scheduler.types import Fate as SchedulerFate  # noqa: E402
+
+NS_PER_MS: Final[int] = 1_000_000
+BUSY_THRESHOLD_FRAC: Final[float] = 1.0
+"""A worker is busy while its active prefill tokens exceed its capacity."""
+_NOT_FOUND_SUFFIX: Final[str] = " not found"
+
+
+@contextmanager
+def _scheduler_errors() -> Iterator[None]:
+    """Re-raise the scheduler binding's exceptions as `model.errors` classes."""
+    try:
+        yield
+    except _native.SchedulerError as error:
+        message = str(error)
+        kind = NOT_FOUND if message.endswith(_NOT_FOUND_SUFFIX) else message
+        raise SchedulerError(kind) from error
+    except _native.SchedulerUsageError as error:
+        raise SchedulerError(f"usage: {error}") from error
+    except _native.RustPanic as error:
+        raise RustPanicError(str(error)) from error
+
+
+def _ms_of(at_ns: int | None) -> int | None:
+    return None if at_ns is None else at_ns // NS_PER_MS
+
+
+class NativeScheduler:
+    """`LocalScheduler` of the pinned crate, behind `SchedulerApi`."""
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        """Workers `0..n` with the config's capacities, under a paused clock."""
+        with _scheduler_errors():
+            self._table = _native.SchedulerTable(
+                list(config.capacities_tokens), BUSY_THRESHOLD_FRAC
+            )
+
+    def schedule(self, op: Schedule) -> None:
+        """A caller awaits `schedule_request` for `op` (due time: the classifier)."""
+        due_ns = None if op.due_ms is None else op.due_ms * NS_PER_MS
+        with _scheduler_errors():
+            self._table.schedule(
+                op.request_id, op.worker, op.pinned, op.isl_tokens, due_ns
+            )
+
+    def free(self, request_id: str) -> None:
+        """`LocalScheduler::free`."""
+        with _scheduler_errors():
+            self._table.free(request_id)
+
+    def set_capacity(self, worker: int, tokens: int) -> None:
+        """A new worker config with `max_num_batched_tokens = tokens`."""
+        with _scheduler_errors():
+            self._table.set_capacity(worker, tokens)
+
+    def update_queue(self) -> None:
+        """`LocalScheduler::update_queue`."""
+        with _scheduler_errors():
+            self._table.update_queue()
+
+    def advance(self, delta_ms: int) -> None:
+        """The paused clock moves forward by `delta_ms`."""
+        with _scheduler_errors():
+            self._table.advance_clock(self._table.now_ns + delta_ms * NS_PER_MS)
+
+    def cancel(self, request_id: str) -> bool:
+        """The caller's future is dropped; whether it was still waiting."""
+        with _scheduler_errors():
+            return self._table.cancel(request_id)
+
+    def now_ms(self) -> int:
+        """The paused clock, in whole ms since construction."""
+        return self._table.now_ns // NS_PER_MS
+
+    def fate(self, request_id: str) -> SchedulerFate:
+        """What the caller's future returned, and when."""
+        with _scheduler_errors():
+            kind, detail, at_ns = self._table.fate(request_id)
+        fate_kinds: dict[str, FateKind] = {
+            "waiting": "waiting",
+            "dispatched": "dispatched",
+            "rejected": "rejected",
+            "cancelled": "cancelled",
+        }
+        return SchedulerFate(fate_kinds[kind], detail, _ms_of(at_ns))
+
+    def has_request(self, request_id: str) -> bool:
+        """`LocalScheduler::has_request`."""
+        with _scheduler_errors():
+            return self._table.has_request(request_id)
+
+    def pending_count(self) -> int:
+        """`LocalScheduler::pending_count`."""
+        with _scheduler_errors():
+            return self._table.pending_count()
+
+    def pending_isl_tokens(self) -> int:
+        """`LocalScheduler::pending_isl_tokens`."""
+        with _scheduler_errors():
+            return self._table.pending_isl_tokens()
+
+    def class_stats(self) -> SchedulerClassStats:
+        """`LocalScheduler::class_queue_stats(0)`."""
+        with _scheduler_errors():
+            raw = self._table.class_queue_stats(0)
+        if raw is None:
+            raise SchedulerError("usage: the profile has no class 0")
+        return SchedulerClassStats(*raw)
+
+    def active_requests(self) -> list[tuple[int, int]]:
+        """Booked requests per worker (`get_potential_loads`), by worker id."""
+        with _scheduler_errors():
+            return self._table.active_requests()
+
+
+def _scheduler_conforms(scheduler: NativeScheduler) -> SchedulerApi:
+    """Let mypy prove that the adapter satisfies `SchedulerApi`."""
+    return scheduler
+
+
 def _conforms(queue: NativePolicyQueue) -> PolicyQueueApi:
     """Let mypy prove that the adapter satisfies `PolicyQueueApi`."""
     return queue

@@ -144,14 +144,16 @@ impl RequestClassifier for DueTimeClassifier {
 
 type Scheduler = LocalScheduler<NoopSequencePublisher, WorkerCapacity, WorkerSelectionPolicy>;
 
-/// What the caller's future returned: the worker id, or the error's kind.
-type Outcome = Result<WorkerId, String>;
+/// What the caller's future returned (the worker id, or the error's kind), and
+/// when: nanoseconds since construction on the paused clock.
+type Outcome = (Result<WorkerId, String>, u64);
 
 /// One request's caller: its task, its lifecycle, and its outcome once known.
 struct Caller {
     task: JoinHandle<()>,
     lifecycle: Option<RequestLifecycle>,
-    cancelled: bool,
+    /// When the binding dropped the caller's future, in ns since construction.
+    cancelled_at_ns: Option<u64>,
 }
 
 /// The kind of a `KvSchedulerError`, as one stable word.
@@ -361,25 +363,28 @@ impl SchedulerTable {
             };
             let outcomes = Arc::clone(&self.outcomes);
             let id = request_id.clone();
+            let origin = self.origin;
             let task = self.runtime.spawn(async move {
                 let outcome = scheduler
                     .schedule_request(request)
                     .await
                     .map(|response| response.best_worker.worker_id)
                     .map_err(|error| error_kind(&error));
+                let at_ns = Instant::now().duration_since(origin).as_nanos() as u64;
                 if let Ok(mut outcomes) = outcomes.lock() {
-                    outcomes.insert(id, outcome);
+                    outcomes.insert(id, (outcome, at_ns));
                 }
             });
-            self.callers.insert(request_id, Caller { task, lifecycle, cancelled: false });
+            self.callers.insert(request_id, Caller { task, lifecycle, cancelled_at_ns: None });
             self.settle();
             Ok(())
         })
     }
 
-    /// A request's fate: ("waiting", None), ("dispatched", worker id),
-    /// ("rejected", error kind) or ("cancelled", None).
-    fn fate(&self, request_id: &str) -> PyResult<(&'static str, Option<String>)> {
+    /// A request's fate and when it was sealed (ns since construction):
+    /// ("waiting", None, None), ("dispatched", worker id, t), ("rejected",
+    /// error kind, t) or ("cancelled", None, t).
+    fn fate(&self, request_id: &str) -> PyResult<(&'static str, Option<String>, Option<u64>)> {
         let caller = self
             .callers
             .get(request_id)
@@ -388,11 +393,11 @@ impl SchedulerTable {
             .outcomes
             .lock()
             .map_err(|_| HandleError::new_err("outcome map poisoned"))?;
-        Ok(match outcomes.get(request_id) {
-            Some(Ok(worker)) => ("dispatched", Some(worker.to_string())),
-            Some(Err(kind)) => ("rejected", Some(kind.clone())),
-            None if caller.cancelled => ("cancelled", None),
-            None => ("waiting", None),
+        Ok(match (outcomes.get(request_id), caller.cancelled_at_ns) {
+            (Some((Ok(worker), at_ns)), _) => ("dispatched", Some(worker.to_string()), Some(*at_ns)),
+            (Some((Err(kind), at_ns)), _) => ("rejected", Some(kind.clone()), Some(*at_ns)),
+            (None, Some(at_ns)) => ("cancelled", None, Some(at_ns)),
+            (None, None) => ("waiting", None, None),
         })
     }
 
@@ -409,10 +414,10 @@ impl SchedulerTable {
             .lock()
             .map_err(|_| HandleError::new_err("outcome map poisoned"))?
             .contains_key(request_id);
-        if finished || caller.cancelled {
+        if finished || caller.cancelled_at_ns.is_some() {
             return Ok(false);
         }
-        caller.cancelled = true;
+        caller.cancelled_at_ns = Some(self.now_ns);
         let lifecycle = caller.lifecycle.take();
         caller.task.abort();
         guard(|| {
