@@ -41,7 +41,7 @@ from typing import Any, Literal, TypeVar
 
 Kind = Literal["always", "sometimes"]
 Over = Literal["state", "step", "refusal"]
-Subject = Literal["affinity", "queue", "replica"]
+Subject = Literal["affinity", "queue", "replica", "scheduler"]
 
 _F = TypeVar("_F", bound=Callable[..., bool])
 
