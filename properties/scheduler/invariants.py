@@ -416,14 +416,14 @@ def some_request_waits(view: SchedulerView) -> bool:
     return bool(_with_kind(view, "waiting"))
 
 
-def a_waiting_head_worker_is_exactly_at_capacity(view: SchedulerView) -> bool:
-    """A worker some request waits for holds exactly its capacity (not busy)."""
+def a_waiting_head_worker_is_one_token_over_capacity(view: SchedulerView) -> bool:
+    """A worker some request waits for holds one token more than its capacity."""
     head = _shared_head(view)
     workers = _pinned_waiting_workers(view) | (
         set() if head is None else {_request(view, head).worker}
     )
     return any(
-        _load_tokens(view, w) == view.state.capacities_tokens[w] for w in workers
+        _load_tokens(view, w) == view.state.capacities_tokens[w] + 1 for w in workers
     )
 
 
@@ -432,7 +432,7 @@ def a_waiting_head_worker_is_exactly_at_capacity(view: SchedulerView) -> bool:
     "always",
     "state",
     antecedent=some_request_waits,
-    boundary=a_waiting_head_worker_is_exactly_at_capacity,
+    boundary=a_waiting_head_worker_is_one_token_over_capacity,
     reads=DRAIN_READS,
     guards=(*DRAIN_GUARDS, f"{QUEUE}::all_workers_prefill_busy_with"),
 )
