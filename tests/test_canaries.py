@@ -10,18 +10,20 @@ from __future__ import annotations
 import pytest
 from hypothesis.stateful import run_state_machine_as_test
 
-from ci.canaries import affinity, queue, replica
+from ci.canaries import affinity, queue, replica, scheduler
 from ci.profiles import CANARY_SETTINGS, selected_profile
 from stateful import capture
 from stateful.affinity_machine import AffinityMachine
 from stateful.machine import DifferentialMachine
 from stateful.queue_machine import QueueMachine
 from stateful.replica_network import ReplicaNetworkMachine
+from stateful.scheduler_machine import SchedulerMachine
 
 SUBJECTS = {
     "affinity": (affinity, AffinityMachine),
     "queue": (queue, QueueMachine),
     "replica": (replica, ReplicaNetworkMachine),
+    "scheduler": (scheduler, SchedulerMachine),
 }
 QUEUE_NATIVE = frozenset({"late_stats", "lax_request_limit", "lifo_ties"})
 
