@@ -761,7 +761,12 @@ class NativePolicyQueue:
 from model.errors import SchedulerError  # noqa: E402
 from model.scheduler.api import SchedulerApi  # noqa: E402
 from model.scheduler.ops import Schedule  # noqa: E402
-from model.scheduler.types import NOT_FOUND, FateKind, SchedulerConfig  # noqa: E402
+from model.scheduler.types import (  # noqa: E402
+    NOT_FOUND,
+    UNKNOWN_REQUEST,
+    FateKind,
+    SchedulerConfig,
+)
 from model.scheduler.types import ClassStats as SchedulerClassStats  # noqa: E402
 from model.scheduler.types import Fate as SchedulerFate  # noqa: E402
 
@@ -781,7 +786,9 @@ def _scheduler_errors() -> Iterator[None]:
         kind = NOT_FOUND if message.endswith(_NOT_FOUND_SUFFIX) else message
         raise SchedulerError(kind) from error
     except _native.SchedulerUsageError as error:
-        raise SchedulerError(f"usage: {error}") from error
+        message = str(error)
+        unknown = message.startswith("unknown request id")
+        raise SchedulerError(UNKNOWN_REQUEST if unknown else message) from error
     except _native.RustPanic as error:
         raise RustPanicError(str(error)) from error
 

@@ -41,6 +41,7 @@ KINDS: Final[Mapping[str, str]] = {
     "affinity": "ci.replay.affinity",
     "queue": "ci.replay.queue",
     "replica": "ci.replay.replica",
+    "scheduler": "ci.replay.scheduler",
 }
 """Subject name -> the module whose `KIND` reads and writes its traces."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True)
@@ -51,11 +51,23 @@ class Cancel:
 
 
 SchedulerOp = Schedule | Free | SetCapacity | UpdateQueue | Advance | Cancel
+SCHEDULER_OP_TYPES: tuple[type[SchedulerOp], ...] = (
+    Schedule,
+    Free,
+    SetCapacity,
+    UpdateQueue,
+    Advance,
+    Cancel,
+)
 
 
 @dataclass(frozen=True)
 class SchedulerOutcome:
-    """A call's value (`cancel`'s bool, else None) or its error kind."""
+    """A call's value (`cancel`'s bool, else None) or its error kind.
+
+    Equality ignores the message: the kind and the value are the contract.
+    """
 
     value: bool | None = None
     error: str | None = None
+    message: str = field(default="", compare=False)

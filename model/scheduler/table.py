@@ -77,6 +77,7 @@ from model.scheduler.ops import (
 from model.scheduler.types import (
     DEADLINE_EXCEEDED,
     NOT_FOUND,
+    UNKNOWN_REQUEST,
     WAITING,
     ClassStats,
     Fate,
@@ -324,6 +325,8 @@ def apply(
             return recheck_all(state), SchedulerOutcome()
         case Advance(delta_ms=delta_ms):
             return advance(state, delta_ms), SchedulerOutcome()
+        case Cancel(request_id=request_id) if request_id not in state.requests:
+            return state, SchedulerOutcome(error=UNKNOWN_REQUEST)
         case Cancel(request_id=request_id):
             state, was_waiting = cancel(state, request_id)
             return state, SchedulerOutcome(value=was_waiting)
@@ -365,7 +368,10 @@ class ModelScheduler:
 
     def cancel(self, request_id: str) -> bool:
         """`Cancel`: whether the caller was still waiting."""
-        return bool(self._apply(Cancel(request_id)).value)
+        outcome = self._apply(Cancel(request_id))
+        if outcome.error is not None:
+            raise SchedulerError(outcome.error)
+        return bool(outcome.value)
 
     def now_ms(self) -> int:
         """The clock."""

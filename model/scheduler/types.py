@@ -19,6 +19,9 @@ DEADLINE_EXCEEDED: Final = "deadline_exceeded"
 NOT_FOUND: Final = "not_found"
 """The kind of `SequenceError::RequestNotFound` from `free`."""
 
+UNKNOWN_REQUEST: Final = "unknown_request"
+"""A cancel of an id no caller scheduled (the binding keeps callers by id)."""
+
 
 @dataclass(frozen=True)
 class SchedulerConfig:
