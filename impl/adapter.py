@@ -791,6 +791,9 @@ def _scheduler_errors() -> Iterator[None]:
         raise SchedulerError(UNKNOWN_REQUEST if unknown else message) from error
     except _native.RustPanic as error:
         raise RustPanicError(str(error)) from error
+    except OverflowError as error:
+        # PyO3 refuses ints outside usize/u64 before the crate is called.
+        raise SchedulerError(f"value out of the crate's range: {error}") from error
 
 
 def _ms_of(at_ns: int | None) -> int | None:

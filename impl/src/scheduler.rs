@@ -445,8 +445,15 @@ impl SchedulerTable {
     }
 
     /// Sends worker `worker`'s new capacity through the worker-config watch the
-    /// scheduler monitors (which reconciles and rechecks its queue).
+    /// scheduler monitors (which reconciles and rechecks its queue). The worker
+    /// set is fixed at construction (a limit of the binding): another id is
+    /// refused before anything is sent.
     fn set_capacity(&mut self, worker: WorkerId, max_num_batched_tokens: u64) -> PyResult<()> {
+        if !self.configs.borrow().contains_key(&worker) {
+            return Err(SchedulerUsageError::new_err(format!(
+                "unknown worker {worker}: the binding's workers are fixed at construction"
+            )));
+        }
         guard(|| {
             let _context = self.runtime.enter();
             self.configs.send_modify(|configs| {
