@@ -45,6 +45,7 @@ SECOND_NS: Final[int] = 1_000_000_000
 WRITERS: Final[Mapping[str, str]] = {
     "affinity": "ci.replay.rust.affinity",
     "queue": "ci.replay.rust.queue",
+    "scheduler": "ci.replay.rust.scheduler",
 }
 """Subject name -> the module whose `write(trace, name, capabilities)` exports it."""
 
