@@ -38,8 +38,9 @@ WORKER_COUNTS = (1, 2, 3)
 DUE_OFFSETS_MS = (None, None, 0, 1, 2, 5, 20)
 """A due time relative to now (None: no due time; 0: due exactly now)."""
 ADVANCE_KINDS = ("zero", "one", "to_due", "before_due", "past_due", "far")
-TEARDOWN_FREES_MAX = 200
-"""Cap on the teardown loop that frees bookings until nothing waits."""
+TEARDOWN_FREES_PER_REQUEST = 1
+"""Teardown frees at most this many bookings per request scheduled (each request
+is booked at most once), plus one: the cap of its loop."""
 
 
 class SchedulerMachine(DifferentialMachine):
@@ -280,7 +281,8 @@ class SchedulerMachine(DifferentialMachine):
         """Every waiting request is dispatched once bookings are freed (capped)."""
         if self.harness is None:
             return
-        for _ in range(TEARDOWN_FREES_MAX):
+        frees_max = TEARDOWN_FREES_PER_REQUEST * len(self.state.requests) + 1
+        for _ in range(frees_max):
             if not self.state.parked:
                 break
             if not self.state.booked:
@@ -288,7 +290,7 @@ class SchedulerMachine(DifferentialMachine):
                 break
             self._apply("teardown", Free(min(self.state.booked)))
         else:
-            raise AssertionError(f"requests still wait after {TEARDOWN_FREES_MAX}")
+            raise AssertionError(f"requests still wait after {frees_max} frees")
         type(self).rules_run.discard("teardown")  # not a rule
         waiting = sorted(self.state.parked)
         assert [] == waiting, "requests wait with every worker idle"
