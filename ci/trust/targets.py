@@ -45,6 +45,18 @@ TARGETS: Final[dict[str, Target]] = {
             "the policy-queue machine, model against model (no extension)",
         ),
         Target(
+            "scheduler",
+            "stateful/test_scheduler_machine.py::"
+            "test_the_crate_scheduler_agrees_with_the_model_and_every_goal_is_reached",
+            "the public scheduler's machine against the crate",
+        ),
+        Target(
+            "scheduler-model",
+            "stateful/test_scheduler_machine.py::"
+            "test_the_scheduler_model_agrees_with_a_second_model",
+            "the public scheduler's machine, model against model (no extension)",
+        ),
+        Target(
             "canary-late-expiry",
             f"{_CANARY_FILE}::test_the_late_expiry_canary_agrees_with_the_model",
             "canary: the crate serving a binding 1 ns past its deadline",
