@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from command_support import run_module
 
 from ci.canaries.scheduler import CANARIES
 from ci.replay.command import replay
@@ -55,3 +56,18 @@ def test_the_scheduler_corpus_catches_every_scheduler_canary(canary: str) -> Non
     ]
 
     assert [] != catching
+
+
+def test_the_scenario_command_checks_and_refuses_bad_arguments_in_one_line() -> None:
+    """`--check` exits 0 on a clean corpus; a bad argument is one line and exit 2."""
+    checked = run_module(
+        "ci.replay.corpus.scheduler_scenarios", "--check", timeout_s=120
+    )
+    refused = run_module(
+        "ci.replay.corpus.scheduler_scenarios", "--bogus", timeout_s=120
+    )
+
+    assert 0 == checked.returncode, checked.stderr
+    assert 2 == refused.returncode
+    assert 1 == len(refused.stderr.strip().splitlines())
+    assert "" == refused.stdout
