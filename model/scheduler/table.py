@@ -186,7 +186,11 @@ def _seal(state: SchedulerState, request_id: str, fate: Fate) -> SchedulerState:
 
 
 def _next_dispatch(state: SchedulerState) -> str | None:
-    """The request dispatch serves next, or None when every head waits."""
+    """The request dispatch serves next, or None when every head waits.
+
+    The best (`order_key`) of the shared head and the unblocked lane heads whose
+    worker is not busy (policy_queue.rs:325-416; queue.rs:1494-1509).
+    """
     candidates = [state.lane(None)[:1]]
     candidates += [
         state.lane(worker)[:1]
@@ -202,7 +206,11 @@ def _next_dispatch(state: SchedulerState) -> str | None:
 
 
 def drain(state: SchedulerState) -> SchedulerState:
-    """Dispatch in order while some head's worker is free; then block busy lanes."""
+    """Dispatch in order while some head's worker is free; then block busy lanes.
+
+    queue.rs:1479-1594 (`drain_ready`); a failing lane head is blocked
+    (policy_queue.rs:392-397).
+    """
     for _ in range(len(state.parked) + 1):
         request_id = _next_dispatch(state)
         if request_id is None:
@@ -219,7 +227,10 @@ def _forget_empty_lanes(state: SchedulerState) -> SchedulerState:
 
 
 def reject_expired(state: SchedulerState) -> SchedulerState:
-    """Reject every parked request whose due time is at or before now."""
+    """Reject every parked request whose due time is at or before now.
+
+    queue.rs:1282-1289 and policy_queue.rs:682-708 (the range is inclusive).
+    """
     for request_id in sorted(state.parked, key=state.order_key):
         due_ms = state.requests[request_id].due_ms
         if due_ms is not None and due_ms <= state.now_ms:
@@ -232,12 +243,16 @@ def reject_expired(state: SchedulerState) -> SchedulerState:
 
 
 def recheck_all(state: SchedulerState) -> SchedulerState:
-    """Expire, unblock every lane, and dispatch (`handle_update`)."""
+    """Expire, unblock every lane, dispatch (`handle_update`, queue.rs:1459-1466)."""
     return drain(replace(reject_expired(state), blocked=frozenset()))
 
 
 def schedule(state: SchedulerState, op: Schedule) -> SchedulerState:
-    """A caller schedules a request: reject it if due, else park it and dispatch."""
+    """A caller schedules a request: reject it if due, else park it and dispatch.
+
+    queue.rs:1184-1270 (`handle_enqueue`: counted, due check at :1196-1202) and
+    1470-1477 (`handle_enqueued`: no lane rechecked).
+    """
     request = Request(
         request_id=op.request_id,
         worker=op.worker,
@@ -266,7 +281,10 @@ def schedule(state: SchedulerState, op: Schedule) -> SchedulerState:
 
 
 def free(state: SchedulerState, request_id: str) -> tuple[SchedulerState, str | None]:
-    """Release a booking and recheck its worker; an id without one is not found."""
+    """Release a booking and recheck its worker; an id without one is not found.
+
+    local.rs:645-656 (`free`), queue.rs:1449-1457 with 1424-1447.
+    """
     if request_id not in state.booked:
         return state, NOT_FOUND
     worker = state.booked[request_id]
@@ -276,7 +294,10 @@ def free(state: SchedulerState, request_id: str) -> tuple[SchedulerState, str | 
 
 
 def set_capacity(state: SchedulerState, worker: int, tokens: int) -> SchedulerState:
-    """A changed capacity rechecks every lane; an unchanged one does nothing."""
+    """A changed capacity rechecks every lane; an unchanged one does nothing.
+
+    local.rs:141-156 (`reconcile_worker_configs`) and 190-231 (the monitor).
+    """
     if state.capacities_tokens[worker] == tokens:
         return state
     capacities = list(state.capacities_tokens)
@@ -285,7 +306,10 @@ def set_capacity(state: SchedulerState, worker: int, tokens: int) -> SchedulerSt
 
 
 def advance(state: SchedulerState, delta_ms: int) -> SchedulerState:
-    """Move the clock; at each due time on the way, expire and recheck all."""
+    """Move the clock; at each due time on the way, expire and recheck all.
+
+    The actor sleeps until the earliest due time (queue.rs:1079-1104).
+    """
     target_ms = state.now_ms + delta_ms
     for _ in range(len(state.parked) + 1):
         due_times = [
@@ -300,7 +324,10 @@ def advance(state: SchedulerState, delta_ms: int) -> SchedulerState:
 
 
 def cancel(state: SchedulerState, request_id: str) -> tuple[SchedulerState, bool]:
-    """The caller goes away: a parked request is removed; an ended one stays."""
+    """The caller goes away: a parked request is removed; an ended one stays.
+
+    queue.rs:451-466 (the lease's drop), 1291-1388 (`drain_cleanup`).
+    """
     if state.fates[request_id].kind != "waiting":
         return state, False
     state = _forget_empty_lanes(
