@@ -151,8 +151,9 @@ ROWS: tuple[Row, ...] = (
         "queue_recheck",
         "G.5, A.4",
         "`recheck_worker` / `recheck_all_workers` are `pub(crate)`",
-        "`pub(crate)`: a blocked Exact lane stays blocked through the public API; "
-        "the binding's `queue-recheck` feature exposes them for trees where they "
+        "`pub(crate)`: a blocked Exact lane stays blocked through `PolicyQueue`'s "
+        "public API; `LocalScheduler` calls them (row `scheduler_recheck`); the "
+        "binding's `queue-recheck` feature exposes them for trees where they "
         "are public",
         "policy_queue.rs:559, 565",
     ),
@@ -193,7 +194,8 @@ ROWS: tuple[Row, ...] = (
         "G.6, C.9",
         "PQ-deadline most likely main line",
         "PQ-deadline: lazy recheck flag, due-time keys, 24 unit tests, no "
-        "deferred storage; `enqueue_with_due_at`/`take_expired` are `pub(crate)`",
+        "deferred storage; `enqueue_with_due_at`/`take_expired` are `pub(crate)`, "
+        "reached through `LocalScheduler` (row `scheduler_due_time`)",
         "policy_queue.rs",
     ),
     # ---- the public scheduler (`LocalScheduler`); tests/test_scheduler_production.py
