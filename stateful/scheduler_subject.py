@@ -36,6 +36,7 @@ from model.scheduler.ops import SchedulerOp, SchedulerOutcome
 from model.scheduler.table import ModelScheduler, SchedulerState
 from model.scheduler.types import SchedulerConfig
 from properties.registry import Over, Step
+from properties.registry import Subject as SubjectName
 from properties.scheduler.invariants import SchedulerView
 from stateful.harness import Harness, Subject
 
@@ -80,7 +81,7 @@ def scheduler_difference(model: object, sut: object) -> str:
 class SchedulerSubject(Subject[SchedulerConfig, SchedulerOp]):
     """`LocalScheduler` with workers of fixed ids and configurable capacity."""
 
-    name: ClassVar[str] = "scheduler"
+    name: ClassVar[SubjectName] = "scheduler"
 
     def __init__(self) -> None:
         """No observation yet."""
