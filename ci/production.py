@@ -154,8 +154,9 @@ ROWS: tuple[Row, ...] = (
         "queue_recheck",
         "G.5, A.4",
         "`recheck_worker` / `recheck_all_workers` are `pub(crate)`",
-        "`pub(crate)`: a blocked Exact lane stays blocked through the public API; "
-        "the binding's `queue-recheck` feature exposes them for trees where they "
+        "`pub(crate)`: a blocked Exact lane stays blocked through `PolicyQueue`'s "
+        "public API; `LocalScheduler` calls them (row `scheduler_recheck`); the "
+        "binding's `queue-recheck` feature exposes them for trees where they "
         "are public",
         "policy_queue.rs:559, 565",
     ),
@@ -196,8 +197,65 @@ ROWS: tuple[Row, ...] = (
         "G.6, C.9",
         "PQ-deadline most likely main line",
         "PQ-deadline: lazy recheck flag, due-time keys, 24 unit tests, no "
-        "deferred storage; `enqueue_with_due_at`/`take_expired` are `pub(crate)`",
+        "deferred storage; `enqueue_with_due_at`/`take_expired` are `pub(crate)`, "
+        "reached through `LocalScheduler` (row `scheduler_due_time`)",
         "policy_queue.rs",
+    ),
+    # ---- the public scheduler (`LocalScheduler`); tests/test_scheduler_production.py
+    Row(
+        "scheduler_recheck",
+        "C.5, G.5",
+        "`recheck_worker` / `recheck_all_workers` are `pub(crate)`; a blocked lane "
+        "stays blocked until the operations the crate offers change that",
+        "reached through public calls: `LocalScheduler::free` rechecks the freed "
+        "worker's lane, `update_queue`, a changed worker config (watched) and the "
+        "due-time timer recheck every lane; a new request rechecks none; an "
+        "unchanged config does nothing",
+        "local.rs:141-156, 190-231, 645-656, 758; queue.rs:1424-1477",
+    ),
+    Row(
+        "scheduler_due_time",
+        "C.9",
+        "`take_expired(now)` removes every entry due at or before `now` "
+        "(crate-private)",
+        "reached through a classifier (`install_request_classifier`, "
+        "`begin_request_lifecycle`, `ClassifyRequest::set_due_at`): due at or "
+        "before now at enqueue is `DeadlineExceeded` at once; a parked request is "
+        "rejected by the actor's timer exactly at its due time; each counted "
+        "once in `rejected_due_time_passed_total`",
+        "queue.rs:1079-1104, 1192-1202, 1275-1289; policy_queue.rs:682-708",
+    ),
+    Row(
+        "scheduler_timer_grid",
+        "C.9",
+        "`due_at` becomes a key in ns after `deadline_origin`",
+        "Tokio timers round up to 1 ms: a due time off the ms grid is enforced "
+        "at the next ms (due 4.5 ms: rejected at 5 ms); the suite's due times and "
+        "clock steps are whole ms, where the boundary is exact",
+        "queue.rs:1099 (`sleep_until`); tokio time driver",
+    ),
+    Row(
+        "scheduler_cancel",
+        "C.9",
+        "`take_if_in_class` is crate-private; SPEC does not say who calls it",
+        "dropping the caller's future while its request is parked removes it "
+        "(the lifecycle lease's drop, then `drain_cleanup`) and its counters; a "
+        "removed lane head lets the queue drain; after dispatch the booking is "
+        "committed and dropping changes nothing",
+        "queue.rs:451-466, 1291-1388; local.rs:312-360",
+    ),
+    Row(
+        "scheduler_binding",
+        "—",
+        "not covered by SPEC (the binding's own choices)",
+        "binding limits: workers `0..n` fixed at construction (one rank each), "
+        "a worker's config is its capacity (`max_num_batched_tokens`); one class "
+        "(`PolicyProfile::synthetic(Some(1.0), Fcfs)`: busy above capacity); no "
+        "active-request expiry (`new_without_expiry`); periodic recheck every 2 "
+        "days, the clock capped at 1 day; a picker of its own (lowest worker id) "
+        "with one eligible worker per request (pinned, or the only allowed); a "
+        "classifier of its own that only sets due times; one caller per id",
+        "impl/src/scheduler.rs",
     ),
 )
 

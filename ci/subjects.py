@@ -254,6 +254,29 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         ),
     ),
     SubjectEntry(
+        name="scheduler",
+        description="LocalScheduler: admission, rechecks, due times and cancellations",
+        harness=lazy("stateful.scheduler_subject", "SchedulerSubject"),
+        machine=lazy("stateful.scheduler_machine", "SchedulerMachine"),
+        trace_kind=lazy("ci.replay.scheduler", "KIND"),
+        canaries=lazy("ci.canaries.scheduler"),
+        rust_writer=lazy("ci.replay.rust.scheduler"),
+        targets=(
+            Target(
+                "scheduler",
+                "stateful/test_scheduler_machine.py::"
+                "test_the_crate_scheduler_agrees_with_the_model_and_every_goal_is_reached",
+                "the public scheduler's machine against the crate",
+            ),
+            Target(
+                "scheduler-model",
+                "stateful/test_scheduler_machine.py::"
+                "test_the_scheduler_model_agrees_with_a_second_model",
+                "the public scheduler's machine, model against model (no extension)",
+            ),
+        ),
+    ),
+    SubjectEntry(
         name="replica",
         description="SessionAffinity replicas exchanging versioned bindings",
         harness=lazy("stateful.replica_subject", "ReplicaSubject"),

@@ -85,3 +85,14 @@ def clock_refusal(message: str) -> str | None:
         if fragment in message:
             return refusal
     return None
+
+
+class SchedulerError(Exception):
+    """An error `LocalScheduler` returned to a call; `kind` names it."""
+
+    kind = "SchedulerError"
+
+    def __init__(self, kind: str) -> None:
+        """Record which error (`not_found`: `SequenceError::RequestNotFound`)."""
+        super().__init__(kind)
+        self.kind = kind

@@ -7,6 +7,7 @@ prints the catalogue; `--markdown` prints the auditors' Markdown.
 from properties import queue
 from properties.affinity import conservation, coverage, lease, network, replica, ttl
 from properties.registry import Property, Step, get, properties, reached, violated
+from properties.scheduler import invariants as scheduler
 
 __all__ = [
     "Property",
@@ -20,6 +21,7 @@ __all__ = [
     "queue",
     "reached",
     "replica",
+    "scheduler",
     "ttl",
     "violated",
 ]

@@ -154,6 +154,7 @@ class _Scanner:
     pending: _Block | None = None  # a block header seen, its `{` not yet
     test_depth: int | None = None  # inside a `#[cfg(test)]` module opened here
     cfg_test: bool = False  # the previous line was `#[cfg(test)]`
+    impl_text: str | None = None  # an `impl<` header spanning lines, until its `{`
 
     def line(self, number: int, line: str) -> None:
         """Record the items `line` declares, then follow its braces."""
@@ -182,7 +183,21 @@ class _Scanner:
             if variant:
                 self.found.setdefault(f"{inside.owner}::{variant['name']}", number)
         if self.depth == 0:
-            self.pending = _header(line) or self.pending
+            self.pending = self.header(line) or self.pending
+
+    def header(self, line: str) -> _Block | None:
+        """A block header on this line, or one that ends here after `impl<`."""
+        if self.impl_text is not None:
+            self.impl_text += " " + line.strip()
+            if "{" not in line:
+                return None
+            owner, self.impl_text = _impl_type(_after_generics(self.impl_text)), None
+            return None if owner is None else _Block(owner, "impl", 0)
+        opened = _IMPL.match(line)
+        if opened and opened["rest"].strip() == "<":
+            self.impl_text = "<"
+            return None
+        return _header(line)
 
     def braces(self, line: str) -> None:
         """Open and close blocks as `{` and `}` come."""
@@ -200,6 +215,16 @@ class _Scanner:
                     self.test_depth = None
         if self.pending is not None and line.rstrip().endswith(";"):
             self.pending = None
+
+
+def _after_generics(header: str) -> str:
+    """`header` without its leading `<...>` parameter list (nested `<>` balanced)."""
+    depth = 0
+    for index, char in enumerate(header):
+        depth += {"<": 1, ">": -1}.get(char, 0)
+        if depth == 0:
+            return header[index + 1 :]
+    return header
 
 
 def _header(line: str) -> _Block | None:

@@ -303,7 +303,7 @@ def test_a_passing_run_writes_the_dossier_with_counts_for_every_subject(
 
     assert (folder / "dossier.md").is_file()
     subjects = {row["subject"] for row in rows.values()}
-    assert {"affinity", "queue", "replica"} == subjects
+    assert {"affinity", "queue", "replica", "scheduler"} == subjects
     assert rows["a_pop_takes_the_best_entry_of_its_lane"]["evaluations"] > 0
     assert rows["entries_never_exceed_capacity"]["evaluations"] > 0
     assert "least exercised properties" in completed.stdout

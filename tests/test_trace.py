@@ -336,7 +336,10 @@ MALFORMED: dict[str, tuple[Edit, str]] = {
     ),
     "unknown subject": (
         _set(("subject",), to="router"),
-        "subject: unknown subject 'router' (known: affinity, queue, replica)",
+        (
+            "subject: unknown subject 'router' "
+            "(known: affinity, queue, replica, scheduler)"
+        ),
     ),
     "unknown top-level field": (
         _set(("note",), to="hi"),

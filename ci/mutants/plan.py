@@ -53,8 +53,22 @@ PYTEST_PATHS_BY_FILE = {
         "tests/test_production_under_test.py",
         "tests/test_explore.py::test_the_crate_agrees_on_every_edge_of_a_ci_bound",
         "stateful/test_clock_variants.py",
+        # Replicas and many callers reach versions, publications and the reaper
+        # from other sides: every machine that can catch an affinity mutant runs.
+        "tests/test_replica_network.py",
+        "stateful/test_concurrent_affinity.py",
+        "tests/test_concurrency.py",
     ),
-    QUEUE_RS: ("stateful/test_queue_machine.py", "tests/test_queue_*.py"),
+    QUEUE_RS: (
+        "stateful/test_queue_machine.py",
+        "tests/test_queue_*.py",
+        # The public scheduler drives the queue's crate-private recheck, due-time
+        # and cleanup paths (`recheck_worker`, `take_expired`, `take_if_in_class`).
+        "stateful/test_scheduler_machine.py",
+        "tests/test_scheduler_corpus.py",
+        "tests/test_scheduler_binding.py",
+        "tests/test_scheduler_production.py",
+    ),
 }
 # The benchmark's own tests never run inside it.
 PYTEST_IGNORED = ("--ignore-glob=*/test_mutants*.py",)

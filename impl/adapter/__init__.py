@@ -37,6 +37,7 @@ from impl.adapter.lib import (
     SEQUENCE_OFFSET,
 )
 from impl.adapter.queue import HAS_QUEUE_RECHECK, NativePolicyQueue, token_snapshot
+from impl.adapter.scheduler import NativeScheduler
 
 __all__ = [
     "CLOCK_NS_MAX",
@@ -50,6 +51,7 @@ __all__ = [
     "SEQUENCE_OFFSET",
     "NativeAffinity",
     "NativePolicyQueue",
+    "NativeScheduler",
     "crate_default_config",
     "parse_mode",
     "raw_next_sequence_probe",

@@ -15,6 +15,7 @@ use pyo3::prelude::*;
 mod affinity;
 mod concurrent;
 mod queue;
+mod scheduler;
 
 create_exception!(_native, AffinityError, PyException, "Base of the crate's AffinityError.");
 create_exception!(_native, InvalidArgument, AffinityError, "AffinityError::InvalidArgument.");
@@ -70,5 +71,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     affinity::register(m)?;
     queue::register(m)?;
     concurrent::register(m)?;
+    scheduler::register(m)?;
     Ok(())
 }

@@ -36,6 +36,8 @@ from ci.replay.rust.emit import CRATE, TOKIO_FEATURES
 
 IMPL: Final[Path] = Path(__file__).resolve().parents[3] / "impl"
 WORK_FOLDER: Final[str] = "rust-export"
+TOKIO_UTIL_VERSION: Final[str] = "=0.7.20"
+"""`CancellationToken` for scheduler exports: the version impl/Cargo.toml pins."""
 TEST_TARGET: Final[str] = "exports"
 CARGO_TIMEOUT_S: Final[int] = 60 * 60
 """A cold build compiles the crate and its dependencies: minutes on two cores."""
@@ -90,6 +92,7 @@ def manifest(name: str, crate: Path | None) -> str:
         "[dev-dependencies]\n"
         f"{crate_dependency(crate)}\n"
         f'tokio = {{ version = "1", features = [{tokio}] }}\n'
+        f'tokio-util = "{TOKIO_UTIL_VERSION}"\n'
     )
 
 

@@ -1,0 +1,245 @@
+"""The scheduler trace kind: everything a trace knows about `LocalScheduler`.
+
+Subject key (beside the envelope of `ci/replay/envelope.py`):
+
+    workers   {"capacities_tokens": [n, ...]} -- `SchedulerConfig`: worker `i`
+              has capacity `capacities_tokens[i]` (1 to `WORKERS_MAX` workers)
+
+Each step:
+
+    op        {"op": <model.scheduler.ops class name>, <field>: <value>, ...},
+              e.g. {"op": "Schedule", "request_id": "r000", "worker": 0,
+              "pinned": true, "isl_tokens": 6, "due_ms": null}
+    expected  {"value": true/false (cancel) or null, "error": <error kind> or
+              null, "message": ...}
+    model     {"now_ms", "parked": [id, ...] (serve order), "booked": [id, ...],
+               "blocked": [worker, ...], "received_total",
+               "rejected_due_time_passed_total"}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ci.replay.codec import Codec, OpCodec, outcome_codec
+from ci.replay.envelope import (
+    TraceError,
+    expect_bool,
+    expect_int,
+    expect_list,
+    expect_object,
+    expect_str,
+)
+from ci.replay.trace import Factory, TraceKind
+from model.scheduler.ops import (
+    SCHEDULER_OP_TYPES,
+    Advance,
+    Cancel,
+    Free,
+    Schedule,
+    SchedulerOutcome,
+    SetCapacity,
+)
+from model.scheduler.table import SchedulerState, parked_in_order
+from model.scheduler.types import SchedulerConfig
+from stateful.scheduler_subject import (
+    SchedulerHarness,
+    model_factory,
+    native_factory,
+)
+
+SUBJECT: Final[str] = "scheduler"
+SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"workers"})
+WORKERS_MAX: Final[int] = 16
+OPS: Final[OpCodec] = OpCodec(SCHEDULER_OP_TYPES, {})
+
+
+def _encode_value(value: object) -> object:
+    return value
+
+
+def _decode_value(value: object, where: str) -> bool | None:
+    if value is None:
+        return None
+    return expect_bool(value, where)
+
+
+OUTCOMES: Final[Codec] = outcome_codec(_encode_value, _decode_value, SchedulerOutcome)
+"""A step's outcome as JSON and back."""
+
+
+def decode_workers(value: object, where: str = "workers") -> SchedulerConfig:
+    """A strict `SchedulerConfig`."""
+    raw = expect_object(value, where, frozenset({"capacities_tokens"}))
+    listed = expect_list(raw["capacities_tokens"], f"{where}.capacities_tokens")
+    if not 1 <= len(listed) <= WORKERS_MAX:
+        raise TraceError(
+            f"{where}.capacities_tokens",
+            f"expected 1 to {WORKERS_MAX} workers, got {len(listed)}",
+        )
+    capacities = tuple(
+        expect_int(item, f"{where}.capacities_tokens[{index}]")
+        for index, item in enumerate(listed)
+    )
+    if any(capacity < 0 for capacity in capacities):
+        raise TraceError(f"{where}.capacities_tokens", "a capacity is negative")
+    return SchedulerConfig(capacities_tokens=capacities)
+
+
+@dataclass(frozen=True)
+class Projection:
+    """A small view of the model after a step."""
+
+    now_ms: int
+    parked: tuple[str, ...]
+    booked: tuple[str, ...]
+    blocked: tuple[int, ...]
+    received_total: int
+    rejected_due_time_passed_total: int
+
+
+_PROJECTION_KEYS: Final[frozenset[str]] = frozenset(
+    {
+        "now_ms",
+        "parked",
+        "booked",
+        "blocked",
+        "received_total",
+        "rejected_due_time_passed_total",
+    }
+)
+
+
+def project(state: SchedulerState) -> Projection:
+    """The projection of a model snapshot."""
+    return Projection(
+        now_ms=state.now_ms,
+        parked=tuple(parked_in_order(state)),
+        booked=tuple(sorted(state.booked)),
+        blocked=tuple(sorted(state.blocked)),
+        received_total=state.received_total,
+        rejected_due_time_passed_total=state.rejected_due_time_passed_total,
+    )
+
+
+def encode_projection(projection: Projection) -> dict[str, Any]:
+    """The projection as JSON."""
+    return {
+        "now_ms": projection.now_ms,
+        "parked": list(projection.parked),
+        "booked": list(projection.booked),
+        "blocked": list(projection.blocked),
+        "received_total": projection.received_total,
+        "rejected_due_time_passed_total": projection.rejected_due_time_passed_total,
+    }
+
+
+def decode_projection(value: object, where: str) -> Projection:
+    """A model projection, strictly."""
+    raw = expect_object(value, where, _PROJECTION_KEYS)
+
+    def strings(key: str) -> tuple[str, ...]:
+        items = expect_list(raw[key], f"{where}.{key}")
+        return tuple(
+            expect_str(item, f"{where}.{key}[{i}]") for i, item in enumerate(items)
+        )
+
+    blocked = expect_list(raw["blocked"], f"{where}.blocked")
+    return Projection(
+        now_ms=expect_int(raw["now_ms"], f"{where}.now_ms"),
+        parked=strings("parked"),
+        booked=strings("booked"),
+        blocked=tuple(
+            expect_int(item, f"{where}.blocked[{i}]") for i, item in enumerate(blocked)
+        ),
+        received_total=expect_int(raw["received_total"], f"{where}.received_total"),
+        rejected_due_time_passed_total=expect_int(
+            raw["rejected_due_time_passed_total"],
+            f"{where}.rejected_due_time_passed_total",
+        ),
+    )
+
+
+def show_op(op: Any) -> str:
+    """An operation in a replay table cell, in the scheduler's own words."""
+    match op:
+        case Schedule():
+            lane = "pinned to" if op.pinned else "allowed only"
+            due = "" if op.due_ms is None else f", due at {op.due_ms} ms"
+            tokens = f"{op.isl_tokens} tokens"
+            return f"schedule {op.request_id} ({tokens}, {lane} w{op.worker}{due})"
+        case Free(request_id):
+            return f"free {request_id}"
+        case SetCapacity(worker, tokens):
+            return f"capacity of w{worker} := {tokens}"
+        case Advance(delta_ms):
+            return f"advance {delta_ms} ms"
+        case Cancel(request_id):
+            return f"the caller of {request_id} goes away"
+    return type(op).__name__.lower()
+
+
+class SchedulerKind(TraceKind):
+    """Traces of `LocalScheduler` programs."""
+
+    subject = SUBJECT
+    noun = "scheduler"
+    setup_keys = SUBJECT_KEYS
+    ops = OPS
+    outcomes = OUTCOMES
+    projections = (encode_projection, decode_projection)
+
+    def encode_setup(self, setup: SchedulerConfig) -> dict[str, Any]:
+        """`workers`."""
+        return {"workers": {"capacities_tokens": list(setup.capacities_tokens)}}
+
+    def decode_setup(self, document: dict[str, Any]) -> SchedulerConfig:
+        """The workers' capacities."""
+        return decode_workers(document["workers"])
+
+    def project(self, model: Any) -> Projection:
+        """Clock, parked and booked ids, blocked lanes, counters."""
+        return project(model.state)
+
+    def harness(self, setup: SchedulerConfig, factory: Factory) -> SchedulerHarness:
+        """A `SchedulerHarness` over the workers."""
+        return SchedulerHarness(setup, factory)
+
+    def setup_from(self, subject: Any, config: Any) -> SchedulerConfig:
+        """The config a `SchedulerHarness` was built from."""
+        del subject
+        setup: SchedulerConfig = config
+        return setup
+
+    def describe(self, setup: SchedulerConfig) -> str:
+        """The workers and their capacities."""
+        workers = ", ".join(
+            f"w{index}: {tokens} tokens"
+            for index, tokens in enumerate(setup.capacities_tokens)
+        )
+        return f"workers {workers}; busy above capacity"
+
+    def show_op(self, op: Any) -> str:
+        """`show_op`."""
+        return show_op(op)
+
+    def model_factory(self) -> Factory:
+        """A second `ModelScheduler`."""
+        return model_factory
+
+    def native_factory(self) -> Factory:
+        """The crate's scheduler (imports the binding)."""
+        import impl.adapter  # noqa: F401, PLC0415 - fail here when unbuilt
+
+        return native_factory
+
+    def canaries(self) -> Mapping[str, Factory]:
+        """`ci.canaries.scheduler.CANARIES`."""
+        from ci.canaries.scheduler import CANARIES  # noqa: PLC0415 - only when asked
+
+        return CANARIES
+
+
+KIND: Final[SchedulerKind] = SchedulerKind()

@@ -1,0 +1,147 @@
+"""`NativeScheduler`: the crate's public `LocalScheduler` (`impl/src/scheduler.rs`).
+
+The public scheduler over its admission queue, as Dynamo drives it: workers
+`0..n` whose only configuration is their capacity, a paused Tokio clock, due
+times set through a request classifier, callers that can go away.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Final
+
+from impl import _native
+from model.errors import RustPanicError, SchedulerError
+from model.scheduler.api import SchedulerApi
+from model.scheduler.ops import Schedule
+from model.scheduler.types import (
+    NOT_FOUND,
+    UNKNOWN_REQUEST,
+    FateKind,
+    SchedulerConfig,
+)
+from model.scheduler.types import ClassStats as SchedulerClassStats
+from model.scheduler.types import Fate as SchedulerFate
+
+NS_PER_MS: Final[int] = 1_000_000
+BUSY_THRESHOLD_FRAC: Final[float] = 1.0
+"""A worker is busy while its active prefill tokens exceed its capacity."""
+_NOT_FOUND_SUFFIX: Final[str] = " not found"
+
+
+@contextmanager
+def _scheduler_errors() -> Iterator[None]:
+    """Re-raise the scheduler binding's exceptions as `model.errors` classes."""
+    try:
+        yield
+    except _native.SchedulerError as error:
+        message = str(error)
+        kind = NOT_FOUND if message.endswith(_NOT_FOUND_SUFFIX) else message
+        raise SchedulerError(kind) from error
+    except _native.SchedulerUsageError as error:
+        message = str(error)
+        unknown = message.startswith("unknown request id")
+        raise SchedulerError(UNKNOWN_REQUEST if unknown else message) from error
+    except _native.RustPanic as error:
+        raise RustPanicError(str(error)) from error
+    except OverflowError as error:
+        # PyO3 refuses ints outside usize/u64 before the crate is called.
+        raise SchedulerError(f"value out of the crate's range: {error}") from error
+
+
+def _ms_of(at_ns: int | None) -> int | None:
+    return None if at_ns is None else at_ns // NS_PER_MS
+
+
+class NativeScheduler:
+    """`LocalScheduler` of the pinned crate, behind `SchedulerApi`."""
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        """Workers `0..n` with the config's capacities, under a paused clock."""
+        with _scheduler_errors():
+            self._table = _native.SchedulerTable(
+                list(config.capacities_tokens), BUSY_THRESHOLD_FRAC
+            )
+
+    def schedule(self, op: Schedule) -> None:
+        """A caller awaits `schedule_request` for `op` (due time: the classifier)."""
+        due_ns = None if op.due_ms is None else op.due_ms * NS_PER_MS
+        with _scheduler_errors():
+            self._table.schedule(
+                op.request_id, op.worker, op.pinned, op.isl_tokens, due_ns
+            )
+
+    def free(self, request_id: str) -> None:
+        """`LocalScheduler::free`."""
+        with _scheduler_errors():
+            self._table.free(request_id)
+
+    def set_capacity(self, worker: int, tokens: int) -> None:
+        """A new worker config with `max_num_batched_tokens = tokens`."""
+        with _scheduler_errors():
+            self._table.set_capacity(worker, tokens)
+
+    def update_queue(self) -> None:
+        """`LocalScheduler::update_queue`."""
+        with _scheduler_errors():
+            self._table.update_queue()
+
+    def advance(self, delta_ms: int) -> None:
+        """The paused clock moves forward by `delta_ms`."""
+        with _scheduler_errors():
+            self._table.advance_clock(self._table.now_ns + delta_ms * NS_PER_MS)
+
+    def cancel(self, request_id: str) -> bool:
+        """The caller's future is dropped; whether it was still waiting."""
+        with _scheduler_errors():
+            return self._table.cancel(request_id)
+
+    def now_ms(self) -> int:
+        """The paused clock, in whole ms since construction."""
+        return self._table.now_ns // NS_PER_MS
+
+    def fate(self, request_id: str) -> SchedulerFate:
+        """What the caller's future returned, and when."""
+        with _scheduler_errors():
+            kind, detail, at_ns = self._table.fate(request_id)
+        fate_kinds: dict[str, FateKind] = {
+            "waiting": "waiting",
+            "dispatched": "dispatched",
+            "rejected": "rejected",
+            "cancelled": "cancelled",
+        }
+        return SchedulerFate(fate_kinds[kind], detail, _ms_of(at_ns))
+
+    def has_request(self, request_id: str) -> bool:
+        """`LocalScheduler::has_request`."""
+        with _scheduler_errors():
+            return self._table.has_request(request_id)
+
+    def pending_count(self) -> int:
+        """`LocalScheduler::pending_count`."""
+        with _scheduler_errors():
+            return self._table.pending_count()
+
+    def pending_isl_tokens(self) -> int:
+        """`LocalScheduler::pending_isl_tokens`."""
+        with _scheduler_errors():
+            return self._table.pending_isl_tokens()
+
+    def class_stats(self) -> SchedulerClassStats:
+        """`LocalScheduler::class_queue_stats(0)`."""
+        with _scheduler_errors():
+            raw = self._table.class_queue_stats(0)
+        if raw is None:
+            raise SchedulerError("usage: the profile has no class 0")
+        return SchedulerClassStats(*raw)
+
+    def active_requests(self) -> list[tuple[int, int]]:
+        """Booked requests per worker (`get_potential_loads`), by worker id."""
+        with _scheduler_errors():
+            return self._table.active_requests()
+
+
+def _scheduler_conforms(scheduler: NativeScheduler) -> SchedulerApi:
+    """Let mypy prove that the adapter satisfies `SchedulerApi`."""
+    return scheduler

@@ -1,0 +1,592 @@
+//! Binding for `LocalScheduler`, the public scheduler that owns the router's
+//! admission queue (`SchedulerQueue` over `PolicyQueue`).
+//!
+//! The scheduler runs a background actor and three helper tasks; each
+//! `Scheduler` therefore owns a current-thread Tokio runtime started with paused
+//! time (as the affinity binding does), and every call runs inside it and then
+//! lets every task it made ready run before returning. Time moves only through
+//! `advance_clock(now_ns)`.
+//!
+//! What the binding chooses (each a row of the README's "Production under test"
+//! table, `scheduler_binding`):
+//!
+//! * the workers are fixed at construction (ids `0..n`, one data-parallel rank
+//!   each); a worker's configuration is its capacity alone
+//!   (`max_num_batched_tokens`), changed through the scheduler's worker-config
+//!   watch, which the scheduler monitors (`monitor_worker_configs = true`);
+//! * one policy class (`PolicyProfile::synthetic(Some(busy_threshold_frac),
+//!   Fcfs)`), a no-op sequence publisher, a tracker without the active-request
+//!   expiry guard (`ActiveSequencesMultiWorker::new_without_expiry`), no
+//!   prefill-load estimator, no overlap refresh, no overload or availability
+//!   providers;
+//! * the periodic recheck interval is `RECHECK_INTERVAL`, beyond the clock's
+//!   reach (`CLOCK_NS_MAX`), so every recheck the suite sees comes from a call;
+//! * selection: `WorkerSelectionPolicy` with no scorers and a picker of the
+//!   binding's own that takes the lowest worker id among the candidates the
+//!   crate offers; every request names one worker (pinned, or as its only
+//!   allowed worker), so the crate offers one candidate and the picker has no
+//!   choice to make;
+//! * due times: a classifier of the binding's own (installed with
+//!   `install_request_classifier`) sets `ClassifyRequest::set_due_at(origin +
+//!   due_ns)` for a request that was scheduled with a due time; every request
+//!   opens a lifecycle with `begin_request_lifecycle` so the classifier sees it.
+//!
+//! A request's caller is a spawned task awaiting
+//! `LocalScheduler::schedule_request`; cancelling a request aborts that task,
+//! which drops the caller's future (and with it the admission lease and the
+//! response receiver) exactly as a client that goes away does.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use dynamo_kv_router::config::{KvRouterConfig, RouterQueuePolicy};
+use dynamo_kv_router::protocols::{RoutingConstraints, WorkerConfigLike, WorkerId, WorkerWithDpRank};
+use dynamo_kv_router::scheduling::{
+    ClassifyFuture, ClassifyRequest, KvSchedulerError, OverlapSignals, PolicyProfile,
+    RequestClassifier, RequestLifecycle, ScheduleMode, ScheduleRequest,
+};
+use dynamo_kv_router::selector::WorkerSelectionPolicy;
+use dynamo_kv_router::{
+    ActiveSequencesMultiWorker, LocalScheduler, NoopSequencePublisher, WorkerInputView,
+    WorkerPicker, WorkerSelectionContext, WorkerSelectionPolicyError,
+};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use tokio::runtime::Runtime;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::affinity::paused_runtime;
+use crate::{HandleError, guard};
+
+create_exception!(_native, SchedulerError, PyException, "An error the scheduler returned (SequenceError).");
+create_exception!(_native, SchedulerUsageError, PyException, "A scheduler call the binding cannot make.");
+
+/// The furthest the binding moves a scheduler's clock from its origin: one
+/// day. Beyond it the periodic recheck (`RECHECK_INTERVAL`) could fire.
+const CLOCK_NS_MAX: u64 = 86_400 * 1_000_000_000;
+
+/// The scheduler's periodic recheck interval: two days, past `CLOCK_NS_MAX`.
+const RECHECK_INTERVAL: Duration = Duration::from_secs(2 * 86_400);
+
+/// Yields that let the tasks a call made ready run before Python regains
+/// control. A schedule crosses four tasks (caller, classifier, actor, caller);
+/// each yield of the current-thread runtime runs every ready task once.
+const SETTLE_YIELDS: usize = 64;
+
+/// Block size of the sequence tracker (tokens per KV block). Requests carry no
+/// token sequence, so it affects no decision the suite observes.
+const BLOCK_SIZE: u32 = 16;
+
+/// A worker's configuration: its capacity, nothing else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct WorkerCapacity {
+    max_num_batched_tokens: u64,
+}
+
+impl WorkerConfigLike for WorkerCapacity {
+    fn data_parallel_start_rank(&self) -> u32 {
+        0
+    }
+
+    fn data_parallel_size(&self) -> u32 {
+        1
+    }
+
+    fn max_num_batched_tokens(&self) -> Option<u64> {
+        Some(self.max_num_batched_tokens)
+    }
+
+    fn total_kv_blocks(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// Takes the candidate with the lowest worker id (the crate gives no row order).
+struct LowestWorkerPicker;
+
+impl WorkerPicker for LowestWorkerPicker {
+    fn pick(
+        &mut self,
+        _context: &WorkerSelectionContext<'_>,
+        input: WorkerInputView<'_>,
+    ) -> Result<usize, WorkerSelectionPolicyError> {
+        input
+            .candidates()
+            .iter()
+            .enumerate()
+            .min_by_key(|(_, candidate)| candidate.worker())
+            .map(|(row, _)| row)
+            .ok_or_else(|| WorkerSelectionPolicyError::Failed("no candidate".to_string()))
+    }
+}
+
+/// Sets the due time the caller gave at `schedule`, keyed by request id.
+struct DueTimeClassifier {
+    due: Arc<Mutex<HashMap<String, Instant>>>,
+}
+
+impl RequestClassifier for DueTimeClassifier {
+    fn classify(&mut self, mut request: ClassifyRequest) -> ClassifyFuture {
+        let due_at = request
+            .request_id()
+            .and_then(|id| self.due.lock().ok().and_then(|due| due.get(id).copied()));
+        if let Some(due_at) = due_at {
+            request.set_due_at(due_at);
+        }
+        Box::pin(async move { Ok(request) })
+    }
+}
+
+type Scheduler = LocalScheduler<NoopSequencePublisher, WorkerCapacity, WorkerSelectionPolicy>;
+
+/// What the caller's future returned (the worker id, or the error's kind), and
+/// when: nanoseconds since construction on the paused clock.
+type Outcome = (Result<WorkerId, String>, u64);
+
+/// One request's caller: its task, its lifecycle, and its outcome once known.
+struct Caller {
+    task: JoinHandle<()>,
+    lifecycle: Option<RequestLifecycle>,
+    /// When the binding dropped the caller's future, in ns since construction.
+    cancelled_at_ns: Option<u64>,
+}
+
+/// The kind of a `KvSchedulerError`, as one stable word.
+fn error_kind(error: &KvSchedulerError) -> String {
+    match error {
+        KvSchedulerError::NoEndpoints => "no_endpoints".to_string(),
+        KvSchedulerError::QueueRejected(_) => "queue_rejected".to_string(),
+        KvSchedulerError::DeadlineExceeded => "deadline_exceeded".to_string(),
+        KvSchedulerError::SubscriberShutdown => "subscriber_shutdown".to_string(),
+        KvSchedulerError::BookingFailed(_) => "booking_failed".to_string(),
+        KvSchedulerError::PinnedWorkerNotAllowed { .. } => "pinned_worker_not_allowed".to_string(),
+        other => format!("other: {other}"),
+    }
+}
+
+/// `LocalScheduler` over a no-op publisher and a fixed set of workers, in a
+/// paused current-thread Tokio runtime.
+#[pyclass(unsendable, module = "impl._native")]
+pub struct SchedulerTable {
+    // Dropped before the runtime (field order), inside its context (Drop).
+    scheduler: Option<Arc<Scheduler>>,
+    configs: watch::Sender<HashMap<WorkerId, WorkerCapacity>>,
+    shutdown: CancellationToken,
+    due: Arc<Mutex<HashMap<String, Instant>>>,
+    outcomes: Arc<Mutex<BTreeMap<String, Outcome>>>,
+    callers: BTreeMap<String, Caller>,
+    origin: Instant,
+    now_ns: u64,
+    runtime: Runtime,
+}
+
+impl Drop for SchedulerTable {
+    fn drop(&mut self) {
+        let _context = self.runtime.enter();
+        self.shutdown.cancel();
+        let callers = std::mem::take(&mut self.callers);
+        let scheduler = self.scheduler.take();
+        if let Err(error) = guard(|| {
+            for caller in callers.into_values() {
+                caller.task.abort();
+                drop(caller.lifecycle);
+            }
+            drop(scheduler);
+            Ok(())
+        }) {
+            eprintln!("impl._native: dropping the scheduler: {error}");
+        }
+    }
+}
+
+/// Lets every task that a call made ready run.
+async fn settle() {
+    for _ in 0..SETTLE_YIELDS {
+        tokio::task::yield_now().await;
+    }
+}
+
+impl SchedulerTable {
+    fn scheduler(&self) -> PyResult<Arc<Scheduler>> {
+        self.scheduler
+            .clone()
+            .ok_or_else(|| HandleError::new_err("scheduler already closed"))
+    }
+
+    fn settle(&self) {
+        self.runtime.block_on(settle());
+    }
+}
+
+#[pymethods]
+impl SchedulerTable {
+    /// `LocalScheduler::new` over workers `0..len(capacities)`, worker `i` with
+    /// `max_num_batched_tokens = capacities[i]`, one class busy above
+    /// `busy_threshold_frac` of a worker's capacity; installs the due-time
+    /// classifier (`install_request_classifier`).
+    #[new]
+    fn new(capacities: Vec<u64>, busy_threshold_frac: f64) -> PyResult<Self> {
+        guard(|| {
+            let runtime = paused_runtime()?;
+            let configs: HashMap<WorkerId, WorkerCapacity> = capacities
+                .iter()
+                .enumerate()
+                .map(|(id, &tokens)| {
+                    (id as WorkerId, WorkerCapacity { max_num_batched_tokens: tokens })
+                })
+                .collect();
+            let dp_range = configs.keys().map(|&id| (id, (0, 1))).collect();
+            let due = Arc::new(Mutex::new(HashMap::new()));
+            let shutdown = CancellationToken::new();
+            let (configs_tx, configs_rx) = watch::channel(configs);
+            let (scheduler, origin) = runtime.block_on(async {
+                let origin = Instant::now();
+                let slots = Arc::new(ActiveSequencesMultiWorker::new_without_expiry(
+                    NoopSequencePublisher,
+                    BLOCK_SIZE as usize,
+                    dp_range,
+                    false,
+                    0,
+                    "decode",
+                ));
+                let selector = WorkerSelectionPolicy::new(
+                    KvRouterConfig::default(),
+                    "decode",
+                    Vec::new(),
+                    Box::new(LowestWorkerPicker),
+                );
+                let scheduler = LocalScheduler::new(
+                    slots,
+                    configs_rx,
+                    PolicyProfile::synthetic(Some(busy_threshold_frac), RouterQueuePolicy::Fcfs),
+                    BLOCK_SIZE,
+                    selector,
+                    None,
+                    None,
+                    None,
+                    None,
+                    RECHECK_INTERVAL,
+                    true,
+                    shutdown.clone(),
+                    "decode",
+                    true,
+                );
+                let installed = scheduler.install_request_classifier(
+                    Box::new(DueTimeClassifier { due: Arc::clone(&due) }),
+                    shutdown.clone(),
+                );
+                settle().await;
+                (Arc::new(scheduler), (origin, installed))
+            });
+            let (origin, installed) = origin;
+            if !installed {
+                return Err(SchedulerUsageError::new_err("classifier already installed"));
+            }
+            Ok(Self {
+                scheduler: Some(scheduler),
+                configs: configs_tx,
+                shutdown,
+                due,
+                outcomes: Arc::new(Mutex::new(BTreeMap::new())),
+                callers: BTreeMap::new(),
+                origin,
+                now_ns: 0,
+                runtime,
+            })
+        })
+    }
+
+    /// The paused clock, in nanoseconds since construction.
+    #[getter]
+    fn now_ns(&self) -> u64 {
+        self.now_ns
+    }
+
+    /// A caller schedules `request_id` with `LocalScheduler::schedule_request`
+    /// (mode `TrackedWithLifecycle`, after `begin_request_lifecycle`), on
+    /// `worker` as its pinned worker (`pinned`) or as its only allowed worker.
+    /// `due_ns` (since construction) becomes the request's due time through the
+    /// classifier. Returns once every task has run; `fate` tells the outcome.
+    #[pyo3(signature = (request_id, worker, pinned, isl_tokens, due_ns=None))]
+    fn schedule(
+        &mut self,
+        request_id: String,
+        worker: WorkerId,
+        pinned: bool,
+        isl_tokens: usize,
+        due_ns: Option<u64>,
+    ) -> PyResult<()> {
+        if self.callers.contains_key(&request_id) {
+            return Err(SchedulerUsageError::new_err(format!(
+                "request id {request_id:?} already has a caller"
+            )));
+        }
+        let scheduler = self.scheduler()?;
+        guard(|| {
+            let _context = self.runtime.enter();
+            let lifecycle = scheduler
+                .begin_request_lifecycle(&request_id)
+                .map_err(|error| SchedulerError::new_err(error_kind(&error)))?;
+            if let Some(due_ns) = due_ns {
+                let due_at = self.origin + Duration::from_nanos(due_ns);
+                self.due
+                    .lock()
+                    .map_err(|_| HandleError::new_err("due-time map poisoned"))?
+                    .insert(request_id.clone(), due_at);
+            }
+            let target = WorkerWithDpRank::new(worker, 0);
+            let request = ScheduleRequest {
+                mode: ScheduleMode::TrackedWithLifecycle { request_id: request_id.clone() },
+                token_seq: None,
+                block_hashes: None,
+                isl_tokens,
+                lora_name: None,
+                expected_output_tokens: None,
+                affinity_target: None,
+                pinned_worker: pinned.then_some(target),
+                allowed_worker_ids: (!pinned).then(|| HashSet::from([worker])),
+                routing_constraints: RoutingConstraints::default(),
+                router_config_override: None,
+                priority_jump: 0.0,
+                strict_priority: 0,
+                policy_class: None,
+                session_context: None,
+                overlap: OverlapSignals::default(),
+                kv_transfer_candidates: None,
+                retain_kv_transfer_chain: false,
+                shared_cache_hits: None,
+            };
+            let outcomes = Arc::clone(&self.outcomes);
+            let id = request_id.clone();
+            let origin = self.origin;
+            let task = self.runtime.spawn(async move {
+                let outcome = scheduler
+                    .schedule_request(request)
+                    .await
+                    .map(|response| response.best_worker.worker_id)
+                    .map_err(|error| error_kind(&error));
+                let at_ns = Instant::now().duration_since(origin).as_nanos() as u64;
+                if let Ok(mut outcomes) = outcomes.lock() {
+                    outcomes.insert(id, (outcome, at_ns));
+                }
+            });
+            self.callers.insert(request_id, Caller { task, lifecycle, cancelled_at_ns: None });
+            self.settle();
+            Ok(())
+        })
+    }
+
+    /// A request's fate and when it was sealed (ns since construction):
+    /// ("waiting", None, None), ("dispatched", worker id, t), ("rejected",
+    /// error kind, t) or ("cancelled", None, t).
+    fn fate(&self, request_id: &str) -> PyResult<(&'static str, Option<String>, Option<u64>)> {
+        let caller = self
+            .callers
+            .get(request_id)
+            .ok_or_else(|| SchedulerUsageError::new_err(format!("unknown request id {request_id:?}")))?;
+        let outcomes = self
+            .outcomes
+            .lock()
+            .map_err(|_| HandleError::new_err("outcome map poisoned"))?;
+        Ok(match (outcomes.get(request_id), caller.cancelled_at_ns) {
+            (Some((Ok(worker), at_ns)), _) => ("dispatched", Some(worker.to_string()), Some(*at_ns)),
+            (Some((Err(kind), at_ns)), _) => ("rejected", Some(kind.clone()), Some(*at_ns)),
+            (None, Some(at_ns)) => ("cancelled", None, Some(at_ns)),
+            (None, None) => ("waiting", None, None),
+        })
+    }
+
+    /// The caller of `request_id` goes away: its task is aborted (dropping its
+    /// future, the admission lease and the response receiver) and its request
+    /// lifecycle is dropped. Returns whether the caller was still waiting.
+    fn cancel(&mut self, request_id: &str) -> PyResult<bool> {
+        let outcomes = Arc::clone(&self.outcomes);
+        let caller = self
+            .callers
+            .get_mut(request_id)
+            .ok_or_else(|| SchedulerUsageError::new_err(format!("unknown request id {request_id:?}")))?;
+        let finished = outcomes
+            .lock()
+            .map_err(|_| HandleError::new_err("outcome map poisoned"))?
+            .contains_key(request_id);
+        if finished || caller.cancelled_at_ns.is_some() {
+            return Ok(false);
+        }
+        caller.cancelled_at_ns = Some(self.now_ns);
+        let lifecycle = caller.lifecycle.take();
+        caller.task.abort();
+        guard(|| {
+            let _context = self.runtime.enter();
+            drop(lifecycle);
+            self.settle();
+            Ok(())
+        })?;
+        // The abort raced nothing: the runtime only runs inside `settle`.
+        Ok(true)
+    }
+
+    /// `LocalScheduler::free(request_id)`; the crate's `SequenceError` is
+    /// raised as `SchedulerError`.
+    fn free(&mut self, request_id: &str) -> PyResult<()> {
+        let scheduler = self.scheduler()?;
+        guard(|| {
+            let result = self.runtime.block_on(async {
+                let result = scheduler.free(request_id).await;
+                settle().await;
+                result
+            });
+            result.map_err(|error| SchedulerError::new_err(error.to_string()))
+        })
+    }
+
+    /// Sends worker `worker`'s new capacity through the worker-config watch the
+    /// scheduler monitors (which reconciles and rechecks its queue). The worker
+    /// set is fixed at construction (a limit of the binding): another id is
+    /// refused before anything is sent.
+    fn set_capacity(&mut self, worker: WorkerId, max_num_batched_tokens: u64) -> PyResult<()> {
+        if !self.configs.borrow().contains_key(&worker) {
+            return Err(SchedulerUsageError::new_err(format!(
+                "unknown worker {worker}: the binding's workers are fixed at construction"
+            )));
+        }
+        guard(|| {
+            let _context = self.runtime.enter();
+            self.configs.send_modify(|configs| {
+                configs.insert(worker, WorkerCapacity { max_num_batched_tokens });
+            });
+            self.settle();
+            Ok(())
+        })
+    }
+
+    /// `LocalScheduler::update_queue()`, awaited.
+    fn update_queue(&mut self) -> PyResult<()> {
+        let scheduler = self.scheduler()?;
+        guard(|| {
+            self.runtime.block_on(async {
+                scheduler.update_queue().await;
+                settle().await;
+            });
+            Ok(())
+        })
+    }
+
+    /// `LocalScheduler::pending_count()`.
+    fn pending_count(&self) -> PyResult<usize> {
+        let scheduler = self.scheduler()?;
+        guard(|| Ok(scheduler.pending_count()))
+    }
+
+    /// `LocalScheduler::pending_isl_tokens()`.
+    fn pending_isl_tokens(&self) -> PyResult<usize> {
+        let scheduler = self.scheduler()?;
+        guard(|| Ok(scheduler.pending_isl_tokens()))
+    }
+
+    /// `LocalScheduler::has_request(request_id)`: whether it holds a booking.
+    fn has_request(&self, request_id: &str) -> PyResult<bool> {
+        let scheduler = self.scheduler()?;
+        guard(|| Ok(scheduler.has_request(request_id)))
+    }
+
+    /// `LocalScheduler::class_queue_stats(class_index)` as (pending_count,
+    /// pending_isl_tokens, pending_cached_tokens, received_total,
+    /// rejected_due_time_passed_total), or None for an unknown class.
+    fn class_queue_stats(
+        &self,
+        class_index: usize,
+    ) -> PyResult<Option<(usize, usize, usize, u64, u64)>> {
+        let scheduler = self.scheduler()?;
+        guard(|| {
+            Ok(scheduler.class_queue_stats(class_index).map(|stats| {
+                (
+                    stats.pending_count,
+                    stats.pending_isl_tokens,
+                    stats.pending_cached_tokens,
+                    stats.received_total,
+                    stats.rejected_due_time_passed_total,
+                )
+            }))
+        })
+    }
+
+    /// `LocalScheduler::get_potential_loads` read for the active requests per
+    /// worker, as (worker id, active requests), sorted by worker id.
+    fn active_requests(&self) -> PyResult<Vec<(WorkerId, usize)>> {
+        let scheduler = self.scheduler()?;
+        guard(|| {
+            let _context = self.runtime.enter();
+            let mut loads: Vec<(WorkerId, usize)> = scheduler
+                .get_potential_loads(None, 0, Default::default(), false)
+                .into_iter()
+                .map(|load| (load.worker_id, load.active_requests))
+                .collect();
+            loads.sort_unstable();
+            Ok(loads)
+        })
+    }
+
+    /// Moves the paused Tokio clock to `now_ns`; every timer due on the way
+    /// (the actor's due-time timer) fires at its own instant.
+    fn advance_clock(&mut self, now_ns: u64) -> PyResult<()> {
+        if now_ns < self.now_ns {
+            return Err(SchedulerUsageError::new_err("scheduler clock cannot move backwards"));
+        }
+        if now_ns > CLOCK_NS_MAX {
+            return Err(SchedulerUsageError::new_err(
+                "scheduler clock beyond the binding's supported range",
+            ));
+        }
+        guard(|| {
+            let origin = self.origin;
+            let target = origin + Duration::from_nanos(now_ns);
+            // As in the affinity binding: Tokio timers fire on a 1 ms grid
+            // anchored at the runtime's start (the origin). Step to the next
+            // grid point, sleep to the last grid point before the target
+            // (auto-advance visits every timer on the way), step the rest.
+            let grid = origin + Duration::from_millis(now_ns / 1_000_000);
+            let reached = self.runtime.block_on(async move {
+                let since = Instant::now().duration_since(origin);
+                let off_grid = since.subsec_nanos() % 1_000_000;
+                if off_grid != 0 {
+                    let next_grid =
+                        Instant::now() + Duration::from_nanos(u64::from(1_000_000 - off_grid));
+                    let step_to = next_grid.min(target);
+                    tokio::time::advance(step_to.duration_since(Instant::now())).await;
+                    settle().await;
+                }
+                if grid > Instant::now() {
+                    tokio::time::sleep_until(grid).await;
+                    settle().await;
+                }
+                let rest = target.saturating_duration_since(Instant::now());
+                if !rest.is_zero() {
+                    tokio::time::advance(rest).await;
+                    settle().await;
+                }
+                Instant::now()
+            });
+            if reached != target {
+                return Err(crate::RustPanic::new_err(format!(
+                    "paused clock drifted: at {:?} after moving to {now_ns} ns",
+                    reached.duration_since(origin)
+                )));
+            }
+            self.now_ns = now_ns;
+            Ok(())
+        })
+    }
+}
+
+pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = module.py();
+    module.add("SchedulerError", py.get_type::<SchedulerError>())?;
+    module.add("SchedulerUsageError", py.get_type::<SchedulerUsageError>())?;
+    module.add_class::<SchedulerTable>()?;
+    Ok(())
+}

@@ -1,0 +1,1 @@
+"""Reference model of the public scheduler, `LocalScheduler` (see `table.py`)."""

@@ -1,0 +1,73 @@
+"""Operations on the scheduler, one per adapter method, in a closed union."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """`schedule(request_id, worker, pinned, isl_tokens, due_ms)`."""
+
+    request_id: str
+    worker: int
+    pinned: bool
+    isl_tokens: int
+    due_ms: int | None = None
+
+
+@dataclass(frozen=True)
+class Free:
+    """`free(request_id)`: `LocalScheduler::free`."""
+
+    request_id: str
+
+
+@dataclass(frozen=True)
+class SetCapacity:
+    """`set_capacity(worker, tokens)`: a worker-config update the scheduler watches."""
+
+    worker: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class UpdateQueue:
+    """`update_queue()`: `LocalScheduler::update_queue`."""
+
+
+@dataclass(frozen=True)
+class Advance:
+    """`advance(delta_ms)`: the clock moves forward by `delta_ms`."""
+
+    delta_ms: int
+
+
+@dataclass(frozen=True)
+class Cancel:
+    """`cancel(request_id)`: the caller goes away (its future is dropped)."""
+
+    request_id: str
+
+
+SchedulerOp = Schedule | Free | SetCapacity | UpdateQueue | Advance | Cancel
+SCHEDULER_OP_TYPES: tuple[type[SchedulerOp], ...] = (
+    Schedule,
+    Free,
+    SetCapacity,
+    UpdateQueue,
+    Advance,
+    Cancel,
+)
+
+
+@dataclass(frozen=True)
+class SchedulerOutcome:
+    """A call's value (`cancel`'s bool, else None) or its error kind.
+
+    Equality ignores the message: the kind and the value are the contract.
+    """
+
+    value: bool | None = None
+    error: str | None = None
+    message: str = field(default="", compare=False)

@@ -1,0 +1,1 @@
+"""Properties of the public scheduler, `LocalScheduler` (see `invariants.py`)."""

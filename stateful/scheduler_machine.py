@@ -1,0 +1,300 @@
+"""The differential scheduler machine: Hypothesis drives the model and a SUT.
+
+Rules interleave scheduling (pinned or shared, with or without a due time),
+frees, capacity changes, `update_queue`, clock advances that land before, on
+and after due times, and cancellations. Every rule builds operations of
+`model.scheduler.ops` and steps them through the scheduler's `Harness`
+(`stateful/scheduler_subject.py`). Preconditions and drawn keys depend on the
+model only, and are drawn from sorted lists.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+from hypothesis import note
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, precondition, rule
+
+from model.scheduler.ops import (
+    Advance,
+    Cancel,
+    Free,
+    Schedule,
+    SetCapacity,
+    UpdateQueue,
+)
+from model.scheduler.types import SchedulerConfig
+from stateful.machine import DifferentialMachine
+from stateful.scheduler_subject import (
+    SchedulerFactory,
+    SchedulerHarness,
+    SchedulerSubject,
+)
+
+if TYPE_CHECKING:
+    from model.scheduler.ops import SchedulerOutcome
+    from model.scheduler.table import ModelScheduler, SchedulerState
+
+CAPACITIES_TOKENS = (0, 5, 10, 20)
+ISL_TOKENS = (0, 1, 5, 10, 11, 20)
+WORKER_COUNTS = (1, 2, 3)
+DUE_OFFSETS_MS = (None, None, 0, 1, 2, 5, 20)
+"""A due time relative to now (None: no due time; 0: due exactly now)."""
+ADVANCE_KINDS = ("zero", "one", "to_due", "before_due", "past_due", "far")
+TEARDOWN_FREES_PER_REQUEST = 1
+"""Teardown frees at most this many bookings per request scheduled (each request
+is booked at most once), plus one: the cap of its loop."""
+
+
+class SchedulerMachine(DifferentialMachine):
+    """Model and system under test side by side, over one worker set per run."""
+
+    subject = SchedulerSubject
+    factory: ClassVar[SchedulerFactory | None] = None
+
+    def __init__(self) -> None:
+        """Start with no scheduler; `build` makes one."""
+        super().__init__()
+        self.next_request = 0
+
+    # -- plumbing --
+
+    @property
+    def model(self) -> ModelScheduler:
+        """The reference scheduler."""
+        model: ModelScheduler = self.harness.model
+        return model
+
+    @property
+    def state(self) -> SchedulerState:
+        """The reference scheduler's state."""
+        return self.model.state
+
+    def _apply(self, rule_name: str, op: object) -> SchedulerOutcome:
+        outcome: SchedulerOutcome = self._run(rule_name, op).expected
+        return outcome
+
+    def _new_id(self) -> str:
+        request_id = f"r{self.next_request:03d}"
+        self.next_request += 1
+        return request_id
+
+    def _workers(self) -> int:
+        return len(self.state.capacities_tokens)
+
+    def _with_kind(self, kind: str) -> list[str]:
+        return sorted(
+            rid for rid, fate in self.state.fates.items() if fate.kind == kind
+        )
+
+    def _due_times_ahead(self) -> list[int]:
+        return sorted(
+            due
+            for rid in self.state.parked
+            if (due := self.state.requests[rid].due_ms) is not None
+        )
+
+    # -- preconditions (model only) --
+
+    def has_bookings(self) -> bool:
+        """Some request holds a booking."""
+        return bool(self.state.booked)
+
+    def has_waiting(self) -> bool:
+        """Some request waits."""
+        return bool(self.state.parked)
+
+    def has_requests(self) -> bool:
+        """Some request was scheduled."""
+        return bool(self.state.requests)
+
+    # -- rules --
+
+    @initialize(
+        count=st.sampled_from(WORKER_COUNTS),
+        data=st.data(),
+    )
+    def build(self, count: int, data: st.DataObject) -> None:
+        """Build both schedulers over `count` workers of drawn capacities."""
+        capacities = tuple(
+            data.draw(st.sampled_from(CAPACITIES_TOKENS), label=f"capacity {w}")
+            for w in range(count)
+        )
+        config = SchedulerConfig(capacities_tokens=capacities)
+        note(f"config: {config}")
+        self._start(SchedulerHarness(config, type(self).factory))
+
+    @rule(
+        data=st.data(),
+        pinned=st.booleans(),
+        isl=st.sampled_from(ISL_TOKENS),
+        due_offset_ms=st.sampled_from(DUE_OFFSETS_MS),
+    )
+    def schedule(
+        self,
+        data: st.DataObject,
+        pinned: bool,
+        isl: int,
+        due_offset_ms: int | None,
+    ) -> None:
+        """Scheduling a request gives the same fate on both sides."""
+        worker = data.draw(st.integers(0, self._workers() - 1), label="worker")
+        due_ms = None if due_offset_ms is None else self.state.now_ms + due_offset_ms
+        self._apply(
+            "schedule",
+            Schedule(self._new_id(), worker, pinned, isl, due_ms),
+        )
+
+    @precondition(has_bookings)
+    @rule(data=st.data())
+    def free(self, data: st.DataObject) -> None:
+        """Freeing a booking rechecks its worker alike."""
+        request_id = data.draw(st.sampled_from(sorted(self.state.booked)), label="id")
+        self._apply("free", Free(request_id))
+
+    @precondition(has_requests)
+    @rule(data=st.data())
+    def free_without_a_booking(self, data: st.DataObject) -> None:
+        """Freeing an id that holds no booking is refused alike, changing nothing."""
+        unbooked = sorted(set(self.state.requests) - set(self.state.booked))
+        if not unbooked:
+            return
+        request_id = data.draw(st.sampled_from(unbooked), label="id")
+        outcome = self._apply("free_without_a_booking", Free(request_id))
+        assert outcome.error is not None, f"the model freed {request_id}"
+
+    @rule(data=st.data(), kind=st.sampled_from(("drawn", "same", "load", "load-1")))
+    def set_capacity(self, data: st.DataObject, kind: str) -> None:
+        """A worker's capacity changes (or is set to its value) alike.
+
+        `load` sets it to exactly the worker's booked tokens (not busy at the
+        edge), `load-1` one below (busy), `same` leaves it unchanged.
+        """
+        worker = data.draw(st.integers(0, self._workers() - 1), label="worker")
+        load = self.state.load_tokens(worker)
+        tokens = {
+            "same": self.state.capacities_tokens[worker],
+            "load": load,
+            "load-1": max(load - 1, 0),
+        }.get(kind)
+        if tokens is None:
+            tokens = data.draw(st.sampled_from(CAPACITIES_TOKENS), label="tokens")
+        self._apply("set_capacity", SetCapacity(worker, tokens))
+
+    @rule()
+    def update_queue(self) -> None:
+        """`update_queue` rechecks everything alike."""
+        self._apply("update_queue", UpdateQueue())
+
+    @rule(kind=st.sampled_from(ADVANCE_KINDS))
+    def advance(self, kind: str) -> None:
+        """The clock moves: by 0 or 1 ms, onto, just before or past a due time."""
+        now_ms = self.state.now_ms
+        ahead = self._due_times_ahead()
+        next_due = ahead[0] if ahead else now_ms + 3
+        delta = {
+            "zero": 0,
+            "one": 1,
+            "to_due": next_due - now_ms,
+            "before_due": max(next_due - now_ms - 1, 0),
+            "past_due": next_due - now_ms + 2,
+            "far": 50,
+        }[kind]
+        self._apply("advance", Advance(delta))
+
+    @precondition(has_waiting)
+    @rule(data=st.data())
+    def cancel(self, data: st.DataObject) -> None:
+        """The caller of a waiting request goes away alike."""
+        request_id = data.draw(st.sampled_from(sorted(self.state.parked)), label="id")
+        outcome = self._apply("cancel", Cancel(request_id))
+        assert outcome.value is True, f"the model did not cancel {request_id}"
+
+    @precondition(has_requests)
+    @rule(data=st.data())
+    def cancel_after_the_end(self, data: st.DataObject) -> None:
+        """The caller of an ended request goes away: nothing changes, alike."""
+        ended = sorted(set(self.state.requests) - set(self.state.parked))
+        if not ended:
+            return
+        request_id = data.draw(st.sampled_from(ended), label="id")
+        outcome = self._apply("cancel_after_the_end", Cancel(request_id))
+        assert outcome.value is False, f"the model cancelled {request_id} again"
+
+    @rule(data=st.data(), release=st.sampled_from(("free", "capacity")))
+    def a_blocked_lane_then_a_recheck(self, data: st.DataObject, release: str) -> None:
+        """A pinned request waits behind a busy worker until a recheck, alike.
+
+        A request larger than the worker's capacity makes it busy; a second,
+        pinned to it, waits in its lane. Then either the first is freed, or the
+        worker's capacity grows to the load: both recheck the lane, which must
+        dispatch the waiting request.
+        """
+        rule_name = "a_blocked_lane_then_a_recheck"
+        worker = data.draw(st.integers(0, self._workers() - 1), label="worker")
+        big = self.state.capacities_tokens[worker] + 1
+        first = self._new_id()
+        self._apply(rule_name, Schedule(first, worker, pinned=True, isl_tokens=big))
+        self._apply(
+            rule_name, Schedule(self._new_id(), worker, pinned=True, isl_tokens=1)
+        )
+        if release == "free" and first in self.state.booked:
+            self._apply(rule_name, Free(first))
+        else:
+            load = self.state.load_tokens(worker)
+            self._apply(rule_name, SetCapacity(worker, load))
+
+    @rule(
+        data=st.data(),
+        end=st.sampled_from(("cancel", "expire")),
+        pinned_head=st.booleans(),
+    )
+    def a_shared_head_then_its_end(
+        self, data: st.DataObject, end: str, pinned_head: bool
+    ) -> None:
+        """A shared request waits behind a head for a busy worker, until it ends.
+
+        Worker A is made busy; a shared request for A (due in 2 ms) heads the
+        shared lane, and a shared request for another worker waits behind it.
+        Cancelling the head, or letting the clock reach its due time, lets the
+        second through, alike.
+        """
+        rule_name = "a_shared_head_then_its_end"
+        if self._workers() < 2:  # a head and a worker behind it
+            return
+        busy = data.draw(st.integers(0, self._workers() - 1), label="busy worker")
+        other = (busy + 1) % self._workers()
+        big = self.state.capacities_tokens[busy] + 1
+        self._apply(rule_name, Schedule(self._new_id(), busy, pinned_head, big))
+        head = self._new_id()
+        now_ms = self.state.now_ms
+        self._apply(
+            rule_name,
+            Schedule(head, busy, pinned=False, isl_tokens=1, due_ms=now_ms + 2),
+        )
+        self._apply(
+            rule_name, Schedule(self._new_id(), other, pinned=False, isl_tokens=0)
+        )
+        if end == "cancel" and head in self.state.parked:
+            self._apply(rule_name, Cancel(head))
+        else:
+            self._apply(rule_name, Advance(2))
+
+    def teardown(self) -> None:
+        """Every waiting request is dispatched once bookings are freed (capped)."""
+        if self.harness is None:
+            return
+        frees_max = TEARDOWN_FREES_PER_REQUEST * len(self.state.requests) + 1
+        for _ in range(frees_max):
+            if not self.state.parked:
+                break
+            if not self.state.booked:
+                self._apply("teardown", UpdateQueue())
+                break
+            self._apply("teardown", Free(min(self.state.booked)))
+        else:
+            raise AssertionError(f"requests still wait after {frees_max} frees")
+        type(self).rules_run.discard("teardown")  # not a rule
+        waiting = sorted(self.state.parked)
+        assert [] == waiting, "requests wait with every worker idle"

@@ -1,0 +1,35 @@
+"""The scheduler machine against the crate and against the model itself.
+
+Each test runs the machine under the loaded Hypothesis profile, then fails as
+vacuous unless every rule ran, every registered `sometimes` goal of the
+scheduler was reached and every `always` property was evaluated
+non-vacuously in that run; the gate's machines table lists both runs.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from stateful.harness import sut_name
+from stateful.machine import run_and_check
+from stateful.scheduler_machine import SchedulerMachine
+from stateful.scheduler_subject import model_factory
+
+
+@pytest.mark.native
+def test_the_crate_scheduler_agrees_with_the_model_and_every_goal_is_reached() -> None:
+    """Every step agrees with the crate, every rule runs, every goal is reached."""
+
+    class SchedulerMachineRun(SchedulerMachine):
+        """The scheduler machine over the system under test `VERIFY_SUT` selects."""
+
+    machine = SchedulerMachineRun
+    if sut_name() == "model":
+        machine.factory = model_factory
+    run_and_check(machine, "SchedulerMachine")
+
+
+def test_the_scheduler_model_agrees_with_a_second_model() -> None:
+    """Model against model (no extension needed) checks the harness itself."""
+    machine = type("SchedulerModelRun", (SchedulerMachine,), {"factory": model_factory})
+    run_and_check(machine, "SchedulerModelMachine")
