@@ -225,5 +225,5 @@ def test_bad_arguments_are_one_line_and_exit_two() -> None:
 
     assert 2 == result.returncode
     assert [
-        "python -m properties: error: unrecognized arguments: --bogus"
+        "properties: error: unrecognized arguments: --bogus"
     ] == result.stderr.splitlines()
