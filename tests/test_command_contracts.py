@@ -52,6 +52,11 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.determinism", ("--hash-seeds", "7,07"), "values must differ"),
     (
         "ci.determinism",
+        ("--targets", "", "--failing", "canary-late-expiry", "--examples", "5"),
+        "--examples sizes the passing targets' runs: there are none",
+    ),
+    (
+        "ci.determinism",
         ("--targets", "affinity", "--artifacts", NOT_A_FOLDER),
         "--artifacts {file}/below: {file} is not a folder",
     ),
