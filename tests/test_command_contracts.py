@@ -76,6 +76,12 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.queue_parity", ("--compare", "{file}", "--programs", "5"), "drop --programs"),
     ("ci.queue_parity", ("--compare", "{empty_record}"), "no programs recorded"),
     ("ci.queue_parity", ("--compare", "{latin1}"), "cannot read"),
+    ("ci.queue_parity", ("--compare", "/dev/zero"), "more than the cap of"),
+    (
+        "ci.queue_parity",
+        ("--record", "{file}.json", "--programs", "20001"),
+        "--programs must be at most 20000",
+    ),
     (
         "ci.soak",
         ("--seeds", "1", "--artifacts", NOT_A_FOLDER),
