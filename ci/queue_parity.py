@@ -33,6 +33,10 @@ from stateful.queue_machine import ARRIVALS_S, JUMPS, QUANTA, STRICT, WORKERS
 from stateful.queue_subject import ProfileSpec, profile_yaml
 
 PROGRAMS_DEFAULT: Final[int] = 2_000
+PROGRAMS_MAX: Final[int] = 20_000
+"""A record of 2,000 programs is 8.5 MB; ten times that is the most we run."""
+RECORD_BYTES_MAX: Final[int] = 256 * 1024 * 1024
+"""Above any record of at most PROGRAMS_MAX programs; a larger file is not one."""
 STEPS_PER_PROGRAM: Final[int] = 60
 FORMAT: Final[str] = "queue-parity/1"
 
@@ -129,7 +133,11 @@ def first_difference(
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
+        with path.open("rb") as stream:  # bounded: a device file has no end
+            data = stream.read(RECORD_BYTES_MAX + 1)
+        if len(data) > RECORD_BYTES_MAX:
+            raise UsageError(f"{path}: more than the cap of {RECORD_BYTES_MAX} bytes")
+        document = json.loads(data.decode("utf-8"))
     except (OSError, ValueError) as error:  # ValueError: bad JSON or bad UTF-8
         raise UsageError(f"cannot read {path}: {error}") from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
@@ -155,6 +163,8 @@ def _check_count(arguments: argparse.Namespace) -> None:
         arguments.programs = PROGRAMS_DEFAULT
     if arguments.programs < 1:
         raise UsageError("--programs must be at least 1")
+    if arguments.programs > PROGRAMS_MAX:
+        raise UsageError(f"--programs must be at most {PROGRAMS_MAX}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

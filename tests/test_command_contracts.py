@@ -52,6 +52,11 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.determinism", ("--hash-seeds", "7,07"), "values must differ"),
     (
         "ci.determinism",
+        ("--targets", "", "--failing", "canary-late-expiry", "--examples", "5"),
+        "--examples sizes the passing targets' runs: there are none",
+    ),
+    (
+        "ci.determinism",
         ("--targets", "affinity", "--artifacts", NOT_A_FOLDER),
         "--artifacts {file}/below: {file} is not a folder",
     ),
@@ -71,6 +76,12 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.queue_parity", ("--compare", "{file}", "--programs", "5"), "drop --programs"),
     ("ci.queue_parity", ("--compare", "{empty_record}"), "no programs recorded"),
     ("ci.queue_parity", ("--compare", "{latin1}"), "cannot read"),
+    ("ci.queue_parity", ("--compare", "/dev/zero"), "more than the cap of"),
+    (
+        "ci.queue_parity",
+        ("--record", "{file}.json", "--programs", "20001"),
+        "--programs must be at most 20000",
+    ),
     (
         "ci.soak",
         ("--seeds", "1", "--artifacts", NOT_A_FOLDER),

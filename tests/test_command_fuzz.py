@@ -11,18 +11,24 @@ and none starts real work. The contract checked on each: exit 2, exactly one
 line on stderr in the shared `MODULE: error:` style, no traceback anywhere, no
 file changed in the input folder or the artifacts folder.
 
-Its reach is the argument layer (types, ranges, unknown, missing and
-conflicting options); what a command checks after parsing (outputs, input
-files) is asserted case by case in `test_command_contracts.py`.
+That reach is the argument layer (types, ranges, unknown, missing and
+conflicting options). Past it, `test_corrupted_inputs_keep_the_contract`
+corrupts real input files -- a corpus trace for `ci.replay`, a committed shard
+report for `ci.mutants merge` -- by truncation, a flipped byte or one field
+replaced with a hostile JSON value, and requires exit 0, 1 or 2, one line for
+2, no traceback, and the input left as it was. What a command checks after
+parsing is also asserted case by case in `test_command_contracts.py`.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import os
 import re
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pytest
 from command_support import REPO, run_module
@@ -167,3 +173,122 @@ def test_hostile_arguments_are_refused_in_one_line(
         assert before == _snapshot(folder, artifacts)
 
     refused()
+
+
+CORRUPTED_EXAMPLES = 12
+"""Corrupted files per command (each a fresh interpreter, about 1 s)."""
+HOSTILE_JSON: tuple[object, ...] = (
+    None,
+    True,
+    -1,
+    0,
+    2**70,
+    1.5,
+    float("nan"),
+    "",
+    "\ud800",
+    "x" * 5_000,
+    [],
+    {},
+)
+"""Values put in place of a field: wrong types, out of range, unencodable text."""
+
+
+def _paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+    """Every path (keys and indexes) to a value inside a decoded JSON document."""
+    found: list[tuple[object, ...]] = [prefix] if prefix else []
+    if isinstance(value, dict):
+        for key in sorted(value):
+            found += _paths(value[key], (*prefix, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value[:3]):  # the first items stand for all
+            found += _paths(item, (*prefix, index))
+    return found
+
+
+def _replaced(document: object, path: tuple[object, ...], new: object) -> None:
+    parent: Any = document
+    for step in path[:-1]:
+        parent = parent[step]
+    parent[path[-1]] = new
+
+
+Corruption = tuple[str, object, object]
+"""(how, where, what): truncate at a byte, flip a byte's top bit, or set a field."""
+
+
+@st.composite
+def corruptions(draw: st.DrawFn, original: bytes) -> Corruption:
+    """How to corrupt `original` (small, so that a failing example prints short)."""
+    how = draw(st.sampled_from(("truncate", "flip", "field")))
+    if how != "field":
+        return how, draw(st.integers(0, len(original) - 1)), None
+    path = draw(st.sampled_from(_paths(json.loads(original))))
+    return how, path, draw(st.sampled_from(HOSTILE_JSON))
+
+
+def corrupted(original: bytes, corruption: Corruption) -> bytes:
+    """`original` with `corruption` applied."""
+    how, where, what = corruption
+    if how == "truncate":
+        assert isinstance(where, int)
+        return original[:where]
+    if how == "flip":
+        assert isinstance(where, int)
+        flipped = bytes([original[where] ^ 0x80])
+        return original[:where] + flipped + original[where + 1 :]
+    assert isinstance(where, tuple)
+    document = json.loads(original)
+    _replaced(document, where, what)
+    return json.dumps(document).encode("utf-8", "surrogatepass")
+
+
+CORRUPTIBLE = (
+    ("ci.replay", "ci/replay/corpus/b16_virtual_ttl.json", ("--sut", "model")),
+    (
+        "ci.mutants",
+        "ci/mutants/reports/20261204T130509Z-14of16/report.json",
+        ("--out", "{out}"),
+    ),
+)
+"""(command, a committed input file, the command's other arguments)."""
+
+
+@pytest.mark.parametrize(("module", "relative", "extra"), CORRUPTIBLE)
+def test_corrupted_inputs_keep_the_contract(
+    module: str,
+    relative: str,
+    extra: tuple[str, ...],
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """A corrupted real input: exit 0, 1 or 2, one line for 2, never a traceback."""
+    original = (REPO / relative).read_bytes()
+    folder = tmp_path_factory.mktemp("corrupted")
+
+    @settings(
+        max_examples=CORRUPTED_EXAMPLES,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=(HealthCheck.too_slow,),
+    )
+    @given(corruption=corruptions(original))
+    def keeps_the_contract(corruption: Corruption) -> None:
+        data = corrupted(original, corruption)
+        target = folder / "input" / Path(relative).name
+        target.parent.mkdir(exist_ok=True)
+        target.write_bytes(data)
+        out = folder / "out"
+        given_path = str(target.parent if module == "ci.mutants" else target)
+        argv = ["merge", given_path] if module == "ci.mutants" else [given_path]
+        argv += [arg.format(out=out) for arg in extra]
+
+        completed = run_module(module, *argv, timeout_s=COMMAND_TIMEOUT_S)
+
+        assert completed.returncode in {0, 1, 2}, completed.stderr[-2000:]
+        assert "Traceback" not in completed.stdout + completed.stderr
+        if completed.returncode == 2:
+            assert 1 == len(completed.stderr.splitlines()), completed.stderr
+        assert data == target.read_bytes()
+
+    keeps_the_contract()

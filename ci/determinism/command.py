@@ -93,7 +93,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--targets", default=DEFAULT_TARGETS, help="passing sample")
     parser.add_argument("--failing", default="", help="targets that must fail")
     parser.add_argument("--seed", type=positive_int, default=DEFAULT_SEED)
-    parser.add_argument("--examples", type=positive_int, default=DEFAULT_EXAMPLES)
+    parser.add_argument(
+        "--examples",
+        type=positive_int,
+        default=None,
+        help=f"per passing target (default {DEFAULT_EXAMPLES})",
+    )
     parser.add_argument("--hash-seeds", type=_hash_seeds, default=("0", "1"))
     parser.add_argument("--artifacts", type=Path, default=None)
     return parser
@@ -295,9 +300,17 @@ def failing_pair(
     )
 
 
-def _check(passing: Sequence[Target], failing: Sequence[Target]) -> None:
+def _check(
+    arguments: argparse.Namespace,
+    passing: Sequence[Target],
+    failing: Sequence[Target],
+) -> None:
     if not passing and not failing:
         raise UsageError("nothing to check: give --targets or --failing")
+    if arguments.examples is not None and not passing:
+        raise UsageError("--examples sizes the passing targets' runs: there are none")
+    if arguments.examples is None:
+        arguments.examples = DEFAULT_EXAMPLES
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -306,7 +319,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments = build_parser().parse_args(argv)
         passing = resolve(arguments.targets) if arguments.targets else ()
         failing = resolve(arguments.failing) if arguments.failing else ()
-        _check(passing, failing)
+        _check(arguments, passing, failing)
         root = output_folder(arguments.artifacts or artifacts_root(), "--artifacts")
     except (UsageError, UnknownTargetError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)

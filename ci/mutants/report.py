@@ -12,6 +12,7 @@ merged report reads like a single run's.
 from __future__ import annotations
 
 import json
+import math
 import re
 import statistics
 from collections import Counter
@@ -236,6 +237,8 @@ def _type_problem(
             return f"{where}{key}: {value!r} is not of the recorded type"
         if not isinstance(value, wanted):
             return f"{where}{key}: {value!r} is not of the recorded type"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{where}{key}: {value!r} is not a finite number"
     return None
 
 
@@ -248,8 +251,14 @@ def _verdict_problem(where: str, verdict: object) -> str | None:
         Verdict(**verdict)
     except TypeError as error:
         return f"{where}: {error}"
-    if not isinstance(verdict["outcome"], str):
-        return f"{where}.outcome: not a text"
+    for key in ("outcome", "test_id", "check", "detail"):
+        if not isinstance(verdict.get(key, ""), str):
+            return f"{where}.{key}: not a text"
+    seconds = verdict["seconds"]
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
+        return f"{where}.seconds: not a number"
+    if not math.isfinite(seconds):
+        return f"{where}.seconds: not a finite number"
     return None
 
 
