@@ -26,6 +26,17 @@ crate's, under which an update is two actions: `observe`, then `call`.
 Handles: the driver numbers handles itself; the specification state carries
 the map from the driver's numbers to the model's, extended whenever both sides
 hand out a handle.
+
+Publications: what a call published to the replica sink is part of its result.
+The model publishes at the call's linearization point; the crate publishes
+after it lets go of the entry, on the calling thread, before the call returns.
+So the publications of one call are compared, in the sink's order, with what
+the model published in that step; the order of publications *between* calls is
+not a linearization (two calls may publish in the other order than they took
+effect) and is checked separately, by `version_order`.
+
+The census, read after every thread finished, adds each listed session's
+`query_target` and the version counter (`next_version`, which takes one).
 """
 
 from __future__ import annotations
@@ -197,15 +208,24 @@ def _new_handles(
 class AffinitySpec:
     """The reference model as the sequential specification of a history."""
 
-    def __init__(self, config: AffinityConfig, census: Census | None) -> None:
-        """Check against `config`'s model; `census` (if any) must match at the end."""
+    def __init__(
+        self, config: AffinityConfig, census: Census | None, writer_id: int | None
+    ) -> None:
+        """Check against `config`'s model; `census` (if any) must match at the end.
+
+        `writer_id`: the recording sink's writer, or None for a run without one.
+        """
         self.config = config
         self.census = census
+        self.writer_id = writer_id
         self.period_ns = reaper_period_ns(config.ttl_ns)
 
     def initial(self) -> SpecState:
-        """A fresh table and no handles."""
-        return SpecState(ModelAffinity(self.config).state(), ())
+        """A fresh table (replicating if the run had a sink) and no handles."""
+        model = ModelAffinity(self.config)
+        if self.writer_id is not None:
+            model.enable_replication(self.writer_id)
+        return SpecState(model.state(), ())
 
     def successors(self, state: SpecState, action: Action) -> list[SpecState]:
         """Where `action` may lead with the result seen; a pending one may not act."""
@@ -238,10 +258,11 @@ class AffinitySpec:
         if op is None:
             return None
         modelled = outcome_of(model, op)
+        published = tuple(model.drain_published())
         if action.event.pending:  # any result: the caller never saw one
             return replace(state, table=model.state())
         added = _new_handles(call, action.event.outcome, modelled)
-        if added is None:
+        if added is None or published != action.event.published:
             return None
         handles.update(added)
         return replace(
@@ -271,6 +292,15 @@ class AffinitySpec:
                 model.lease_count(session_id) == count
                 for session_id, count in census.lease_counts
             )
+            and all(
+                model.query_target(session_id, None) == target
+                for session_id, target in census.targets or ()
+            )
+            # Read last, as the driver does: it takes a version.
+            and (
+                census.next_version is None
+                or model.next_version() == census.next_version
+            )
         )
 
 
@@ -280,7 +310,7 @@ def verdict(
     states_max: int = SEARCH_STATES_MAX,
 ) -> Verdict[Action]:
     """Whether `history` is linearizable against the model."""
-    spec = AffinitySpec(history.config, history.census)
+    spec = AffinitySpec(history.config, history.census, history.writer_id)
     return check(actions_of(history, replica_apply), spec, states_max)
 
 

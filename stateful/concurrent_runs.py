@@ -2,11 +2,13 @@
 
 `check_scenarios` draws scenarios, runs each on the crate (or a canary) a few
 times with different schedule seeds, and checks every history; the first
-history that is not linearizable is remembered for the artifact writer
+history that is not linearizable, or that breaks a version property
+(`stateful.version_order`), is remembered for the artifact writer
 (`stateful.capture.capture_history`) and fails the test with its shortest
-failing prefix. How many threads and steps a scenario has, and how often it
-reruns, follow the loaded Hypothesis profile: `ci` (the pr gate) stays small,
-`nightly` checks more than ten times as many, longer histories.
+failing prefix (or, for a version property, the whole history). How many
+threads and steps a scenario has, and how often it reruns, follow the loaded
+Hypothesis profile: `ci` (the pr gate) stays small, `nightly` checks more than
+ten times as many, longer histories.
 
 Each run is recorded for the gate's summary (`stateful.stats`, kind
 `concurrency`): histories checked, calls per history, threads, search states.
@@ -22,7 +24,7 @@ from hypothesis import given, settings
 
 from model.affinity.history import History, ThreadOp
 from model.affinity.types import AffinityConfig, Reaping
-from stateful import capture, stats
+from stateful import capture, stats, version_order
 from stateful.concurrent_affinity import (
     CRATE_REPLICA_APPLY,
     Action,
@@ -74,6 +76,8 @@ class Tally:
     search_states_max: int = 0
     undecided: int = 0
     not_linearizable: int = 0
+    publications: int = 0
+    version_violations: int = 0
 
     def add(self, history: History, found: Verdict[Action]) -> None:
         """Count one checked history."""
@@ -85,6 +89,7 @@ class Tally:
         self.search_states_max = max(self.search_states_max, found.explored)
         self.undecided += found.undecided
         self.not_linearizable += found.decided and not found.linearizable
+        self.publications += len(history.publications())
 
     def record(self, name: str, reading: ReplicaApply) -> None:
         """Write the tally for the gate's summary."""
@@ -114,6 +119,12 @@ def check_history(
     if found.decided and not found.linearizable:
         capture.capture_history(history, "linearizable", reading)
         raise AssertionError(describe(shortest_failure(history, reading)))
+    broken = version_order.violations(history)
+    if broken:
+        tally.version_violations += 1
+        capture.capture_history(history, "version_order", reading)
+        lines = [f"{violation.name}: {violation.detail}" for violation in broken]
+        raise AssertionError("\n".join(["versions out of order:", *lines]))
     return found
 
 

@@ -26,13 +26,14 @@ from model.affinity.ops import (
 from model.affinity.types import (
     AffinityConfig,
     Initialize,
+    Published,
     ReplicaOutcome,
     Target,
     Version,
     Wait,
 )
 from model.errors import InvalidArgumentError
-from stateful import capture
+from stateful import capture, version_order
 from stateful.concurrent_affinity import (
     CRATE_REPLICA_APPLY,
     SESSIONS,
@@ -314,6 +315,8 @@ def test_the_driver_refuses_what_it_cannot_run(
 @pytest.mark.native
 def test_the_driver_records_every_call_with_its_instants() -> None:
     """Invocation before response, one counter, census after the threads."""
+    from impl.adapter import CONCURRENT_WRITER_ID  # noqa: PLC0415 - the binding
+
     programs = [
         [ThreadOp("acquire", "s0"), ThreadOp("commit", "s0", Target(1), 0)],
         [ThreadOp("query", "s1"), ThreadOp("advance", delta_ns=1)],
@@ -321,37 +324,85 @@ def test_the_driver_records_every_call_with_its_instants() -> None:
     with pytest.raises(InvalidArgumentError):
         run(programs)  # thread 1 may not advance
     recorded = run(list(reversed(programs)))
-    instants = sorted(i for e in recorded.events for i in (e.invoked, e.returned))
+    instants = sorted(
+        instant
+        for event in recorded.events
+        for instant in (event.invoked, event.returned, *event.published_at)
+    )
     assert instants == list(range(len(instants)))
     assert all(e.invoked < e.returned for e in recorded.events)
-    assert recorded.census == Census(1, 1, (("s0", 1), ("s1", None)))
+    expected_census = Census(
+        1,
+        1,
+        (("s0", 1), ("s1", None)),
+        targets=(("s0", Target(1)), ("s1", None)),
+        next_version=Version(2, CONCURRENT_WRITER_ID),
+    )
+    assert expected_census == recorded.census
+    (commit,) = (e for e in recorded.events if isinstance(e.call, Commit))
+    assert commit.published == (
+        Published("s0", Target(1), Version(1, CONCURRENT_WRITER_ID)),
+    )
     assert verdict(recorded).linearizable
 
 
+CANARIES = ("split_commit", "torn_version", "lost_publication", "stray_version")
+"""The driver's broken variants (`impl/src/concurrent.rs`), one per observed
+quantity: commits, versions, publications, the census's version counter."""
+
+
 @pytest.mark.native
-def test_the_split_commit_canary_is_caught_and_replays(tmp_path: Path) -> None:
-    """A commit split in two is not linearizable; its artifact replays as such."""
+@pytest.mark.parametrize("name", CANARIES)
+def test_a_canary_is_harmless_on_one_thread(name: str) -> None:
+    """Without a second thread no canary's window opens: one thread linearizes."""
+    from impl.adapter import run_concurrent  # noqa: PLC0415 - needs the binding
+
+    program = [
+        ThreadOp("acquire", "s0"),
+        ThreadOp("query", "s1"),
+        ThreadOp("commit", "s0", Target(1), 0),
+        ThreadOp("join", "s1", Target(2)),
+        ThreadOp("acquire", "s1"),
+        ThreadOp("acquire", "s1"),
+        ThreadOp("commit", "s1", Target(2), 2),
+        ThreadOp("drop", "s0", None, 0),
+        ThreadOp("query", "s0"),
+    ]
+    for seed in range(20):
+        alone = run_concurrent(CONFIG, [program], seed, SESSIONS, name)
+        assert len(alone.publications()) >= 2
+        assert verdict(alone).linearizable
+        assert version_order.violations(alone) == []
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("name", CANARIES)
+def test_a_canary_is_caught_and_replays(tmp_path: Path, name: str) -> None:
+    """Each broken driver fails the pr-profile check; its artifact replays as such."""
     from impl.adapter import run_concurrent  # noqa: PLC0415 - needs the binding
 
     def canary(
         config: AffinityConfig, programs: Sequence[Sequence[ThreadOp]], seed: int
     ) -> History:
-        return run_concurrent(config, programs, seed, SESSIONS, "split_commit")
+        return run_concurrent(config, programs, seed, SESSIONS, name)
 
     capture.reset()
     # Threads interleave anew on every run, so Hypothesis may report the
     # failure as flaky while shrinking; the captured history is the evidence.
     with pytest.raises(Exception) as caught:  # noqa: PT011 - either report
-        check_scenarios(canary, "canary-split-commit")
+        check_scenarios(canary, f"canary-{name.replace('_', '-')}")
     (failed,) = capture.failed_histories()
-    assert failed.check == "linearizable"
-    assert not verdict(failed.history).linearizable
+    assert failed.check in {"linearizable", "version_order"}
+    assert (
+        not verdict(failed.history).linearizable
+        or version_order.violations(failed.history) != []
+    )
     folder = write_history_artifact(failed, "canary", str(caught.value), root=tmp_path)
     done = run_module(
         "ci.replay", str(folder / "minimal.json"), timeout_s=REPLAY_TIMEOUT_S
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "NOT LINEARIZABLE" in done.stdout
+    assert "NOT LINEARIZABLE" in done.stdout or "VERSIONS OUT OF ORDER" in done.stdout
     whole = history_files.load(folder / "history.json")
     minimal = history_files.load(folder / "minimal.json")
     assert not whole.linearizable
