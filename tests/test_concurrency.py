@@ -180,6 +180,112 @@ def test_the_shortest_failure_is_the_first_failing_prefix() -> None:
     assert not verdict(shortest).linearizable
 
 
+# ---- publications and the census additions -----------------------------------
+
+WRITER = 9
+"""The sink's writer id in hand-made histories."""
+
+
+def publishing(event: Event, *items: Published) -> Event:
+    """`event` with what it published, at the instants right after its invocation."""
+    assert event.invoked + len(items) < event.returned, "room inside the call"
+    return replace(
+        event,
+        published=items,
+        published_at=tuple(event.invoked + 1 + k for k in range(len(items))),
+    )
+
+
+def with_sink(*events: Event, census: Census | None = None) -> History:
+    """A history of two threads over `CONFIG`, recorded with a sink."""
+    return History(CONFIG, 2, events, census, writer_id=WRITER)
+
+
+def bound_s0(version: Version, *, census: Census | None = None) -> History:
+    """One thread binds s0 to target 1; the commit published at `version`."""
+    return with_sink(
+        call(0, 0, 1, Acquire("s0"), Initialize(1)),
+        publishing(
+            call(0, 2, 4, Commit(1, Target(1)), 2),
+            Published("s0", Target(1), version),
+        ),
+        census=census,
+    )
+
+
+def test_a_publication_is_part_of_the_calls_result() -> None:
+    """A commit must publish the version and target the model predicts, once."""
+    assert verdict(bound_s0(Version(1, WRITER))).linearizable
+    assert not verdict(bound_s0(Version(2, WRITER))).linearizable
+    assert not verdict(bound_s0(Version(1, WRITER + 1))).linearizable
+    silent = replace(
+        bound_s0(Version(1, WRITER)),
+        events=tuple(
+            replace(e, published=(), published_at=())
+            for e in bound_s0(Version(1, WRITER)).events
+        ),
+    )
+    assert not verdict(silent).linearizable, "a sink that heard nothing"
+    assert verdict(replace(silent, writer_id=None)).linearizable, "no sink at all"
+
+
+def commit_publishing(
+    thread: int, span: tuple[int, int], at: int, handles: tuple[int, int], sequence: int
+) -> Event:
+    """Thread `thread` commits `handles[0]` (session s<thread>) to target 1.
+
+    The commit returns lease `handles[1]` and published at instant `at`.
+    """
+    invoked, returned = span
+    assert invoked < at < returned
+    return replace(
+        call(thread, invoked, returned, Commit(handles[0], Target(1)), handles[1]),
+        published=(Published(f"s{thread}", Target(1), Version(sequence, WRITER)),),
+        published_at=(at,),
+    )
+
+
+def test_publications_between_calls_may_follow_another_order() -> None:
+    """Overlapping commits may publish out of version order; ordered ones may not."""
+    acquisitions = (
+        call(0, 0, 1, Acquire("s0"), Initialize(1)),
+        call(1, 2, 3, Acquire("s1"), Initialize(2)),
+    )
+    overlapping = with_sink(
+        *acquisitions,
+        commit_publishing(0, (4, 9), 8, (1, 3), 1),
+        commit_publishing(1, (5, 10), 6, (2, 4), 2),
+    )
+    assert verdict(overlapping).linearizable, "the sink heard version 2 first"
+    ordered = with_sink(
+        *acquisitions,
+        commit_publishing(0, (4, 6), 5, (1, 3), 2),
+        commit_publishing(1, (7, 9), 8, (2, 4), 1),
+    )
+    assert not verdict(ordered).linearizable, "s0's commit returned before s1's"
+
+
+def test_the_census_compares_targets_and_the_version_counter() -> None:
+    """After the run the bound target and the next version are checked too."""
+    right = Census(
+        0,
+        1,
+        (("s0", 1),),
+        targets=(("s0", Target(1)), ("s1", None)),
+        next_version=Version(2, WRITER),
+    )
+    assert verdict(bound_s0(Version(1, WRITER), census=right)).linearizable
+    for wrong in (
+        replace(right, targets=(("s0", Target(2)), ("s1", None))),
+        replace(right, targets=(("s0", Target(1)), ("s1", Target(1)))),
+        replace(right, next_version=Version(3, WRITER)),
+        replace(right, next_version=Version(2, 0)),
+    ):
+        assert not verdict(bound_s0(Version(1, WRITER), census=wrong)).linearizable
+    unread = replace(right, targets=None, next_version=None)
+    assert verdict(bound_s0(Version(1, WRITER), census=unread)).linearizable
+
+
 # ---- files -------------------------------------------------------------------
 
 
@@ -236,6 +342,85 @@ def test_a_malformed_history_is_refused_in_one_line(
     done = run_module("ci.replay", str(path), timeout_s=REPLAY_TIMEOUT_S)
     assert done.returncode == 2
     assert len(done.stderr.strip().splitlines()) == 1
+
+
+def published_history() -> History:
+    """A linearizable history with a publication and a full census."""
+    census = Census(
+        0,
+        1,
+        (("s0", 1),),
+        targets=(("s0", Target(1)), ("s1", None)),
+        next_version=Version(2, WRITER),
+    )
+    return bound_s0(Version(1, WRITER), census=census)
+
+
+def test_a_history_with_publications_round_trips(tmp_path: Path) -> None:
+    """Publications, their instants, the writer and the census additions survive."""
+    file = history_files.record(published_history(), "one commit")
+    assert file.linearizable
+    path = history_files.save(file, tmp_path / "h.json")
+    again = history_files.load(path)
+    assert again.history == file.history
+    second = history_files.save(again, tmp_path / "again.json")
+    assert second.read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (
+            lambda text: text.replace('"history_format": 2', '"history_format": 3'),
+            "unsupported history format 3",
+        ),
+        (
+            lambda text: text.replace('"history_format": 2,', ""),
+            "unsupported history format 1",
+        ),
+        (lambda text: text.replace('"at": 3', '"at": 4'), "outside the call"),
+        (lambda text: text.replace('"at": 3', '"at": 2'), "outside the call"),
+        (
+            lambda text: text.replace('"writer_id": 9', '"writer_id": null'),
+            "without a sink",
+        ),
+        (
+            lambda text: text.replace('"next_version": {', '"next_version": {"x": 1,'),
+            "unknown field",
+        ),
+        (lambda text: text.replace('"targets": [', '"target": ['), "field"),
+    ],
+)
+def test_a_malformed_publication_or_format_is_refused_in_one_line(
+    tmp_path: Path, edit: object, problem: str
+) -> None:
+    """Format, publication instants and the sink are checked; exit 2, one line."""
+    path = history_files.save(
+        history_files.record(published_history(), "x"), tmp_path / "h.json"
+    )
+    assert callable(edit)
+    edited = edit(path.read_text())
+    assert edited != path.read_text(), "the edit applies"
+    path.write_text(edited)
+    with pytest.raises(TraceError, match=problem):
+        history_files.load(path)
+    done = run_module("ci.replay", str(path), timeout_s=REPLAY_TIMEOUT_S)
+    assert (done.returncode, len(done.stderr.strip().splitlines())) == (2, 1)
+
+
+def test_publications_out_of_the_sinks_order_are_refused(tmp_path: Path) -> None:
+    """A call's publications are listed in increasing instants."""
+    run = with_sink(
+        call(0, 0, 1, Acquire("s0"), Initialize(1)),
+        replace(
+            call(0, 2, 6, Commit(1, Target(1)), 2),
+            published=(Published("s0", Target(1), Version(1, WRITER)),) * 2,
+            published_at=(4, 3),
+        ),
+    )
+    path = history_files.save(history_files.record(run, "x"), tmp_path / "h.json")
+    with pytest.raises(TraceError, match="out of the sink's order"):
+        history_files.load(path)
 
 
 def test_a_call_after_a_pending_call_on_its_thread_is_refused(tmp_path: Path) -> None:
