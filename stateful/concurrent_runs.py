@@ -11,20 +11,23 @@ Hypothesis profile: `ci` (the pr gate) stays small, `nightly` checks more than
 ten times as many, longer histories.
 
 Each run is recorded for the gate's summary (`stateful.stats`, kind
-`concurrency`): histories checked, calls per history, threads, search states.
+`concurrency`): histories checked, calls per history, threads, search states,
+publications, version-order failures, and how many histories entered each of
+the crate's known windows (`stateful.windows`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Final
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from model.affinity.history import History, ThreadOp
 from model.affinity.types import AffinityConfig, Reaping
-from stateful import capture, stats, version_order
+from stateful import capture, stats, version_order, windows
 from stateful.concurrent_affinity import (
     CRATE_REPLICA_APPLY,
     Action,
@@ -78,6 +81,9 @@ class Tally:
     not_linearizable: int = 0
     publications: int = 0
     version_violations: int = 0
+    windows: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(windows.WINDOWS, 0)
+    )
 
     def add(self, history: History, found: Verdict[Action]) -> None:
         """Count one checked history."""
@@ -90,6 +96,8 @@ class Tally:
         self.undecided += found.undecided
         self.not_linearizable += found.decided and not found.linearizable
         self.publications += len(history.publications())
+        for window in windows.entered(history, found):
+            self.windows[window] += 1
 
     def record(self, name: str, reading: ReplicaApply) -> None:
         """Write the tally for the gate's summary."""
@@ -128,20 +136,32 @@ def check_history(
     return found
 
 
+ScenarioFamily = Callable[[int, int], st.SearchStrategy[Scenario]]
+"""Scenarios of up to (threads, steps per thread)."""
+
+
 def check_scenarios(
     runner: Runner,
     name: str,
     reading: ReplicaApply = CRATE_REPLICA_APPLY,
     reapings: Sequence[Reaping] = ("runtime_reaper",),
+    family: ScenarioFamily | None = None,
 ) -> Tally:
     """Draw scenarios under the loaded profile; every history must linearize.
 
-    `reapings`: the clock variants the target can build.
+    `reapings`: the clock variants the target can build (for the general
+    scenarios); `family`: scenarios aimed at a window instead
+    (`stateful.windows`).
     """
     size = sizes()
     tally = Tally()
+    drawn = (
+        scenarios(size.threads_max, size.ops_max, reapings)
+        if family is None
+        else family(size.threads_max, size.ops_max)
+    )
 
-    @given(scenarios(size.threads_max, size.ops_max, reapings))
+    @given(drawn)
     def run(scenario: Scenario) -> None:
         for repeat in range(size.repeats):
             seed = (scenario.schedule_seed + repeat) & SEED_MASK

@@ -17,7 +17,13 @@ import pytest
 from model.affinity.history import History, ThreadOp
 from model.affinity.types import AffinityConfig, Mode, Reaping, Target, Version
 from stateful.concurrent_affinity import CRATE_REPLICA_APPLY, SESSIONS
-from stateful.concurrent_runs import Tally, check_history, check_scenarios
+from stateful.concurrent_runs import (
+    ScenarioFamily,
+    Tally,
+    check_history,
+    check_scenarios,
+)
+from stateful.windows import cleanup_scenarios, waiter_scenarios
 
 pytestmark = pytest.mark.native
 
@@ -82,6 +88,23 @@ def test_concurrent_callers_see_a_linearizable_table() -> None:
     tally = check_scenarios(run_on_crate, "concurrent-affinity", reapings=reapings())
     print(tally)
     assert tally.histories > 0
+
+
+AIMED: Final[dict[str, tuple[ScenarioFamily, tuple[str, ...]]]] = {
+    "cleanup": (cleanup_scenarios, ("cleanup_at_capacity",)),
+    "waiters": (waiter_scenarios, ("waiter_at_commit", "waiter_at_abort")),
+}
+"""Scenario families aimed at the crate's known windows, and the windows."""
+
+
+@pytest.mark.parametrize("family", sorted(AIMED))
+def test_scenarios_aimed_at_a_window_enter_it(family: str) -> None:
+    """Every history linearizes, and the scenarios do reach their windows."""
+    scenarios, windows = AIMED[family]
+    tally = check_scenarios(run_on_crate, f"window-{family}", family=scenarios)
+    print(tally)
+    for window in windows:
+        assert tally.windows[window] > 0, f"no history entered {window}"
 
 
 @pytest.mark.xfail(strict=True, reason=REPLICA_RACE)

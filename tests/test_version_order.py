@@ -1,9 +1,14 @@
-"""The version properties of concurrent histories: each fails where it should."""
+"""The version properties of concurrent histories, and the gate's row for them."""
 
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
+import pytest
+from rich.console import Console
+
+from ci.gate import GateRun, summarize
 from model.affinity.history import Census, Event, History
 from model.affinity.ops import Acquire, ApplyReplica, Commit, Join, Op, Outcome, Value
 from model.affinity.types import (
@@ -16,8 +21,9 @@ from model.affinity.types import (
     Target,
     Version,
 )
-from stateful import version_order
+from stateful import stats, version_order
 from stateful.concurrent_affinity import verdict
+from stateful.concurrent_runs import Tally
 
 WRITER = 9
 CONFIG = AffinityConfig(ttl_ns=1_000_000_000, max_entries=4)
@@ -168,3 +174,25 @@ def test_who_took_a_version() -> None:
     )
     assert [v for _, v in version_order.takers(moved)] == [local(1), local(2)]
     assert verdict(moved).linearizable
+
+
+def test_the_gate_summary_shows_publications_and_windows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `concurrency` record becomes a row with its windows per thousand."""
+    monkeypatch.setenv(stats.STATS_ENV, str(tmp_path))
+    tally = Tally(histories=800, calls=8_000, publications=1_234)
+    tally.windows["cleanup_at_capacity"] = 57
+    tally.windows["waiter_at_abort"] = 4
+    tally.record("window-cleanup", "observe_first")
+    console = Console(record=True, width=400)
+
+    summarize(console, GateRun("pr", 0, None, stats.read_all(tmp_path), []))
+    text = console.export_text()
+    (row,) = (line for line in text.splitlines() if "window-cleanup" in line)
+
+    assert "concurrent histories checked for linearizability" in text
+    assert "1,234" in row
+    assert "cleanup_at_capacity 71.2" in row
+    assert "waiter_at_abort 5.0" in row
+    assert "waiter_at_commit 0.0" in row
