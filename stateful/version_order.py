@@ -29,11 +29,12 @@ republishes the current version, which may be older than another session's.
 The sink's order between calls is not the order in which they took effect
 either: the crate publishes after it lets go of the entry.
 
-A call *took* a version when it published one no earlier call in its own kind
-could have handed it: a join with a lease; a commit of an initialization whose
-version no join of the history published (a joined initialization publishes
-the joiner's version); a soft commit of a bound hold whose publication moved
-the binding to another target.
+Which calls *took* a version is read from the history alone, erring towards
+fewer: a join that returned a lease; a commit of an initialization that no
+successful join of its session overlapped (from the acquisition's invocation
+to the commit's response: a joined initialization publishes the binding's
+current version, the joiner's or a later rebind's); a soft commit of a bound
+hold whose publication moved the binding to another target.
 """
 
 from __future__ import annotations
@@ -65,24 +66,31 @@ def _local(history: History) -> list[tuple[int, Event, Published]]:
     ]
 
 
-def _acquired(history: History) -> dict[int, Initialize | Bound]:
-    """Handle number -> the acquisition that handed it out."""
-    handed: dict[int, Initialize | Bound] = {}
+def _acquired(history: History) -> dict[int, tuple[Event, Initialize | Bound]]:
+    """Handle number -> the acquisition that handed it out, and what it was."""
+    handed: dict[int, tuple[Event, Initialize | Bound]] = {}
     for event in history.events:
         value = event.outcome.value
         if isinstance(event.call, Acquire) and isinstance(value, Initialize | Bound):
-            handed[value.handle] = value
+            handed[value.handle] = (event, value)
     return handed
+
+
+def _joined(history: History, acquired: Event, commit: Event) -> bool:
+    """A successful join of the session overlaps the initialization's life."""
+    assert isinstance(acquired.call, Acquire)
+    return any(
+        isinstance(event.call, Join)
+        and event.call.session_id == acquired.call.session_id
+        and event.outcome.value is not None
+        and event.invoked < commit.returned
+        and acquired.invoked < event.returned
+        for event in history.events
+    )
 
 
 def takers(history: History) -> list[tuple[Event, Version]]:
     """The calls that took a version, with the version each took."""
-    joined = {
-        published.version
-        for event in history.events
-        if isinstance(event.call, Join)
-        for published in event.published
-    }
     handed = _acquired(history)
     found: list[tuple[Event, Version]] = []
     for event in history.events:
@@ -94,13 +102,13 @@ def takers(history: History) -> list[tuple[Event, Version]]:
         call = event.call
         if isinstance(call, Join):
             found.append((event, published.version))
-        elif isinstance(call, Commit):
-            held = handed.get(call.handle)
-            fresh_init = (
-                isinstance(held, Initialize) and published.version not in joined
+        elif isinstance(call, Commit) and call.handle in handed:
+            acquired, value = handed[call.handle]
+            fresh = isinstance(value, Initialize) and not _joined(
+                history, acquired, event
             )
-            moved = isinstance(held, Bound) and held.target != published.target
-            if fresh_init or moved:
+            moved = isinstance(value, Bound) and value.target != published.target
+            if fresh or moved:
                 found.append((event, published.version))
     return found
 

@@ -167,6 +167,17 @@ def test_a_pending_call_may_or_may_not_have_taken_effect() -> None:
     assert verdict(prefix(run, 1)).linearizable
 
 
+def test_a_pending_advance_may_not_have_moved_the_clock() -> None:
+    """Cut while an advance runs: neither its move nor its pass need have happened."""
+    run = history_of(
+        call(0, 0, 9, Advance(CONFIG.ttl_ns)),
+        call(1, 1, 2, Query("s0"), None),
+    )
+    cut = prefix(run, 2)
+    assert [event.pending for event in cut.events] == [True, False]
+    assert verdict(cut).linearizable
+
+
 def test_the_shortest_failure_is_the_first_failing_prefix() -> None:
     """Calls after the point of failure are cut away."""
     run = history_of(

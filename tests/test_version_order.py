@@ -196,3 +196,31 @@ def test_the_gate_summary_shows_publications_and_windows(
     assert "cleanup_at_capacity 71.2" in row
     assert "waiter_at_abort 5.0" in row
     assert "waiter_at_commit 0.0" in row
+
+
+def test_a_joined_initialization_commits_without_taking_a_version() -> None:
+    """Joined, then moved by a soft commit: the initializer republishes the move's."""
+    soft = replace(CONFIG, mode=Mode.SOFT)
+    moved = Published("s0", Target(1), local(2))
+    run = History(
+        soft,
+        2,
+        (
+            call(0, (0, 1), Acquire("s0"), Initialize(1)),
+            call(
+                1,
+                (2, 4),
+                Join("s0", Target(2)),
+                2,
+                Published("s0", Target(2), local(1)),
+            ),
+            call(1, (5, 6), Acquire("s0"), Bound(3, Target(2))),
+            call(1, (7, 9), Commit(3, Target(1)), 4, moved),
+            call(0, (10, 12), Commit(1, Target(1, 0)), 5, moved),
+        ),
+        None,
+        writer_id=WRITER,
+    )
+    assert verdict(run).linearizable
+    assert [v for _, v in version_order.takers(run)] == [local(1), local(2)]
+    assert version_order.violations(run) == []
