@@ -7,8 +7,10 @@ arrives in between sees a state no single step leaves:
   (`entries.retain`) and only afterwards lowers the entry count
   (`entry_count.fetch_sub`, `SessionAffinity::spawn_reaper`). An acquisition
   of a new or just-removed session that arrives in between finds the count
-  still full and is refused (`reserve_entry`), although the model, whose pass
-  is one step, has room then, or still holds the expired binding to reuse.
+  still full and is refused (`reserve_entry`), although a pass in one step
+  leaves room then, or the expired binding to reuse: finding F4 in
+  `docs/findings.md`, which the specification now reads the crate's way
+  (`CRATE_REAPER_COUNT` in `stateful.concurrent_affinity`).
 * `waiter_at_commit`, `waiter_at_abort` -- a request that finds a session
   initializing registers a waiter on the initialization's `Notify`
   (`AcquireStep::Wait`), while the initializer commits

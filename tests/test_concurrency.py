@@ -35,6 +35,7 @@ from model.affinity.types import (
 from model.errors import InvalidArgumentError
 from stateful import capture, version_order
 from stateful.concurrent_affinity import (
+    CRATE_REAPER_COUNT,
     CRATE_REPLICA_APPLY,
     SESSIONS,
     OutOfDomainError,
@@ -125,9 +126,11 @@ def test_the_census_must_match_the_linearization() -> None:
 
 
 def test_an_advance_is_a_clock_move_then_a_reaper_pass() -> None:
-    """A reaper tick splits in two; a move past a tick is outside the domain."""
+    """A reaper tick: move, pass, freed slots; a move past a tick is out of domain."""
     run = history_of(call(0, 0, 1, Advance(1_000_000_000)))
-    assert [action.part for action in actions_of(run)] == ["clock", "reap"]
+    assert [action.part for action in actions_of(run)] == ["clock", "reap", "count"]
+    atomic = actions_of(run, reaper_count="atomic")
+    assert [action.part for action in atomic] == ["clock", "reap"]
     assert verdict(run).linearizable
     past_a_tick = history_of(call(0, 0, 1, Advance(1_500_000_000)))
     with pytest.raises(OutOfDomainError, match="past a reaper tick"):
@@ -464,7 +467,8 @@ def test_split_actions_keep_their_order_whatever_the_input_order() -> None:
     """An advance's clock precedes its reap by the lane key, not by a stable sort."""
     run = history_of(call(0, 0, 1, Advance(CONFIG.ttl_ns), None))
     actions = actions_of(run)
-    assert [a.part for a in lanes_of(tuple(reversed(actions)))[0]] == ["clock", "reap"]
+    lane = lanes_of(tuple(reversed(actions)))[0]
+    assert [a.part for a in lane] == ["clock", "reap", "count"]
 
 
 def test_a_history_replays_without_canary_or_rust(tmp_path: Path) -> None:
@@ -612,16 +616,22 @@ HISTORIES = sorted(
 )
 
 
-def test_the_corpus_keeps_the_replica_race() -> None:
-    """The history the check found in the crate is kept."""
-    assert [path.stem for path in HISTORIES] == ["replica_update_races_a_commit"]
+def test_the_corpus_keeps_the_crates_races() -> None:
+    """The histories the check found in the crate are kept."""
+    assert [path.stem for path in HISTORIES] == [
+        "reaper_refuses_a_removed_session_at_capacity",
+        "replica_update_races_a_commit",
+    ]
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda path: path.stem)
 def test_a_corpus_history_keeps_its_verdict(path: Path) -> None:
-    """Each history keeps its verdict; the crate's reading explains it."""
+    """Each history keeps its verdict; the crate's readings explain it."""
     kept = history_files.load(path)
-    assert verdict(kept.history, kept.replica_apply).linearizable == kept.linearizable
+    as_recorded = verdict(
+        kept.history, kept.replica_apply, reaper_count=kept.reaper_count
+    )
+    assert as_recorded.linearizable == kept.linearizable
     assert verdict(kept.history, CRATE_REPLICA_APPLY).linearizable
     done = run_module("ci.replay", str(path), timeout_s=REPLAY_TIMEOUT_S)
     assert done.returncode == (0 if kept.linearizable else 1), done.stderr
@@ -630,6 +640,29 @@ def test_a_corpus_history_keeps_its_verdict(path: Path) -> None:
         str(path),
         "--reading",
         CRATE_REPLICA_APPLY,
+        "--reaper-count",
+        CRATE_REAPER_COUNT,
         timeout_s=REPLAY_TIMEOUT_S,
     )
     assert explained.returncode == 0, explained.stdout
+
+
+def test_the_reaper_count_is_read_as_the_file_says(tmp_path: Path) -> None:
+    """The cleanup finding fails read atomically and passes read as the crate does."""
+    path = (
+        REPO_ROOT
+        / "ci/replay/corpus/histories/"
+        / ("reaper_refuses_a_removed_session_at_capacity.json")
+    )
+    kept = history_files.load(path)
+    assert kept.reaper_count == "atomic"
+    assert not kept.linearizable
+    assert not verdict(kept.history, reaper_count="atomic").linearizable
+    refused = [e for e in kept.history.events if e.outcome.error == "ResourceExhausted"]
+    assert len(refused) == 1, "the one refusal no atomic pass allows"
+    edited = path.read_text().replace('"reaper_count": "atomic"', '"reaper_count": "x"')
+    bad = tmp_path / "bad.json"
+    bad.write_text(edited)
+    done = run_module("ci.replay", str(bad), timeout_s=REPLAY_TIMEOUT_S)
+    assert (done.returncode, len(done.stderr.strip().splitlines())) == (2, 1)
+    assert "unknown reading 'x'" in done.stderr

@@ -14,6 +14,8 @@ where it stopped being linearizable. It shares the envelope of
                    read after every thread finished, or null for a prefix
     replica_apply  the reading of replica updates checked against:
                    "observe_first" (the pinned crate's) or "atomic"
+    reaper_count   the reading of a reaper pass: "count_after" (the pinned
+                   crate's: entries go, then their slots are freed) or "atomic"
     linearizable   the verdict when the file was written
 
 and each step is one call: {"index", "thread", "program_index", "invoked",
@@ -80,7 +82,9 @@ from model.affinity.history import INSTANT_END, THREADS_MAX, Census, Event, Hist
 from model.affinity.types import Published
 from stateful import version_order
 from stateful.concurrent_affinity import (
+    CRATE_REAPER_COUNT,
     CRATE_REPLICA_APPLY,
+    ReaperCount,
     ReplicaApply,
     shortest_failure,
     verdict,
@@ -99,6 +103,7 @@ SUBJECT_KEYS: Final[frozenset[str]] = frozenset(
         "writer_id",
         "census",
         "replica_apply",
+        "reaper_count",
         "linearizable",
     }
 )
@@ -122,6 +127,7 @@ PUBLISHED_KEYS: Final[frozenset[str]] = frozenset(
     {"at", "session_id", "target", "version"}
 )
 READINGS: Final[tuple[str, ...]] = get_args(ReplicaApply)
+REAPER_COUNTS: Final[tuple[str, ...]] = get_args(ReaperCount)
 
 
 @dataclass(frozen=True)
@@ -132,6 +138,7 @@ class HistoryFile:
     history: History
     replica_apply: ReplicaApply
     linearizable: bool
+    reaper_count: ReaperCount = CRATE_REAPER_COUNT
 
 
 def is_history(document: object) -> bool:
@@ -173,6 +180,7 @@ def to_json(file: HistoryFile) -> dict[str, Any]:
             "writer_id": history.writer_id,
             "census": None if census is None else _encode_census(census),
             "replica_apply": file.replica_apply,
+            "reaper_count": file.reaper_count,
             "linearizable": file.linearizable,
         }
         | {
@@ -315,6 +323,10 @@ def decode(document: object) -> HistoryFile:
     if reading not in READINGS:
         known = ", ".join(READINGS)
         raise TraceError("replica_apply", f"unknown reading {reading!r} ({known})")
+    reaper_count = expect_str(document["reaper_count"], "reaper_count")
+    if reaper_count not in REAPER_COUNTS:
+        known = ", ".join(REAPER_COUNTS)
+        raise TraceError("reaper_count", f"unknown reading {reaper_count!r} ({known})")
     events = []
     for step in read_steps(document, EVENT_KEYS, EVENT_OPTIONAL_KEYS):
         at = f"step {step['index']}"
@@ -356,6 +368,7 @@ def decode(document: object) -> HistoryFile:
         history=history,
         replica_apply=typing.cast("ReplicaApply", reading),
         linearizable=expect_bool(document["linearizable"], "linearizable"),
+        reaper_count=typing.cast("ReaperCount", reaper_count),
     )
 
 
@@ -387,6 +400,7 @@ def record(
     history: History,
     description: str,
     replica_apply: ReplicaApply = CRATE_REPLICA_APPLY,
+    reaper_count: ReaperCount = CRATE_REAPER_COUNT,
 ) -> HistoryFile:
     """A history with today's verdict, ready to write."""
     header = Header(
@@ -395,8 +409,8 @@ def record(
         suite_version=suite_version(),
         crate_version=crate_version(),
     )
-    found = verdict(history, replica_apply)
-    return HistoryFile(header, history, replica_apply, found.linearizable)
+    found = verdict(history, replica_apply, reaper_count=reaper_count)
+    return HistoryFile(header, history, replica_apply, found.linearizable, reaper_count)
 
 
 def save(file: HistoryFile, path: Path) -> Path:
@@ -458,10 +472,11 @@ def replay(file: HistoryFile, console: Console) -> bool:
     A linearizable history that breaks a version property fails too.
     """
     history = file.history
-    found = verdict(history, file.replica_apply)
+    found = verdict(history, file.replica_apply, reaper_count=file.reaper_count)
     console.print(
         f"{SUBJECT}: {len(history.events)} calls on {history.threads} threads, "
-        f"replica updates read as {file.replica_apply!r}",
+        f"replica updates read as {file.replica_apply!r}, reaper passes as "
+        f"{file.reaper_count!r}",
         markup=False,
     )
     console.print(f"  {file.header.description}", markup=False)
