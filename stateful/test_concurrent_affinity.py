@@ -105,7 +105,7 @@ def test_scenarios_aimed_at_a_window_linearize(family: str) -> None:
     """Every history aimed at a window linearizes; the gate shows how often it entered.
 
     How often threads overlap depends on how many cores the run gets: on an
-    idle two-core machine the `pr` sizes enter their windows in 15 to 71 of
+    lightly loaded two-core machine the `pr` sizes enter their windows in 15 to 71 of
     1,000 histories, on a loaded one in 1 to 5. Entering is therefore
     measured (`Tally.windows`, the gate's table), not asserted; what entering
     means is tested on fixed histories (`tests/test_windows.py`).
