@@ -29,6 +29,9 @@ necessary conditions the instants can show):
   replica update returning `Inserted` or `RejectedCapacity`) overlaps that
   advance in real time: invoked before the advance returned, returned after
   it was invoked. The reaper runs inside the advance's interval, on thread 0.
+* `cleanup_refused`: the narrow interleaving itself, observed: the history
+  entered `cleanup_at_capacity` and is linearizable only when the pass is
+  read the crate's way, in two steps (finding F4), not in one.
 * `waiter_at_commit` (`waiter_at_abort`): an acquisition returning `Wait` on
   a session overlaps, on another thread, the commit (abort) of an
   initialization of that session.
@@ -55,16 +58,19 @@ from model.affinity.types import (
     Wait,
 )
 from stateful.concurrent_affinity import (
+    CRATE_REPLICA_APPLY,
     HALF_PERIOD_NS,
     TTL_NS,
     Action,
     AffinitySpec,
     Scenario,
+    verdict,
 )
 from stateful.linearizability import Verdict
 
 WINDOWS: Final[tuple[str, ...]] = (
     "cleanup_at_capacity",
+    "cleanup_refused",
     "waiter_at_commit",
     "waiter_at_abort",
 )
@@ -82,7 +88,13 @@ def _collecting_advances(history: History, found: Verdict[Action]) -> list[Event
     state = spec.initial()
     collecting = []
     for action in found.order:
-        (after, *_rest) = spec.successors(state, action)
+        # A pending action (a history cut short) may or may not have acted;
+        # the walk takes it as acting, and stops where that contradicts the
+        # witness. Whole histories have no pending action.
+        options = spec.successors(state, action)
+        if not options:
+            break
+        after = options[-1]
         if action.part == "reap":
             before_count = len(state.table.entries)
             if len(after.table.entries) < before_count:
@@ -121,6 +133,10 @@ def entered(history: History, found: Verdict[Action]) -> frozenset[str]:
             for event in history.events
         ):
             windows.add("cleanup_at_capacity")
+    if "cleanup_at_capacity" in windows:
+        atomic = verdict(history, CRATE_REPLICA_APPLY, reaper_count="atomic")
+        if atomic.decided and not atomic.linearizable:
+            windows.add("cleanup_refused")
     initializing = {
         event.outcome.value.handle: event
         for event in history.events

@@ -196,6 +196,7 @@ def test_the_gate_summary_shows_publications_and_windows(
     assert "cleanup_at_capacity 71.2" in row
     assert "waiter_at_abort 5.0" in row
     assert "waiter_at_commit 0.0" in row
+    assert "cleanup_refused 0.0" in row
 
 
 def test_a_joined_initialization_commits_without_taking_a_version() -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from ci.replay import history as history_files
 from model.affinity.history import Event, History
 from model.affinity.ops import Abort, Acquire, Advance, Commit, Op, Outcome, Release
 from model.affinity.types import SECOND_NS, AffinityConfig, Initialize, Target, Wait
@@ -70,3 +73,16 @@ def test_a_waiter_overlapping_a_commit_or_an_abort_enters_its_window() -> None:
     assert windows(start, waiting, abort, config=config) == {"waiter_at_abort"}
     late = call(0, (6, 8), Abort(1))
     assert windows(start, waiting, late, config=config) == frozenset()
+
+
+def test_the_cleanup_finding_entered_the_narrow_window() -> None:
+    """F4's history is refused in the window only the two-step pass explains."""
+    path = (
+        Path(__file__).resolve().parent.parent
+        / "ci/replay/corpus/histories/reaper_refuses_a_removed_session_at_capacity.json"
+    )
+    kept = history_files.load(path).history
+    assert entered(kept, verdict(kept)) == {"cleanup_at_capacity", "cleanup_refused"}
+    refused = Outcome(error="ResourceExhausted")
+    during = call(1, (7, 9), Acquire("s1"), refused)
+    assert "cleanup_refused" not in windows(*expiring((6, 10)), during)
