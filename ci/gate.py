@@ -412,12 +412,20 @@ def _concurrency(records: list[dict[str, Any]]) -> Table:
         "largest search",
         "undecided",
         "not linearizable",
+        "publications",
+        "versions out of order",
+        "windows entered per 1,000",
     )
     for column in columns:
         table.add_column(column, justify="left" if column in columns[:2] else "right")
     for record in records:
         histories = record["histories"]
         mean = record["calls"] / histories if histories else 0.0
+        # stateful.windows: histories that entered each known window of the crate
+        entered = ", ".join(
+            f"{window} {1000 * count / histories if histories else 0.0:.1f}"
+            for window, count in sorted(record.get("windows", {}).items())
+        )
         table.add_row(
             record["name"],
             record["reading"],
@@ -429,6 +437,9 @@ def _concurrency(records: list[dict[str, Any]]) -> Table:
             f"{record['search_states_max']:,}",
             str(record["undecided"]),
             str(record["not_linearizable"]),
+            f"{record.get('publications', 0):,}",
+            str(record.get("version_violations", 0)),
+            entered,
         )
     return table
 

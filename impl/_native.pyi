@@ -147,6 +147,7 @@ def run_concurrent_affinity(
     max_entries: int,
     max_session_id_bytes: int,
     sequence_offset: int,
+    writer_id: int,
     programs: list[
         list[
             tuple[
@@ -182,8 +183,13 @@ def run_concurrent_affinity(
         ]
     ],
     int,
-    int,
-    list[tuple[str, int | None]],
+    tuple[
+        int,
+        list[tuple[str, int | None]],
+        list[tuple[str, tuple[int, int | None] | None]],
+        tuple[int, int],
+    ],
+    list[tuple[int, int, str, tuple[int, int | None], tuple[int, int]]],
 ]: ...
 
 class SchedulerError(Exception): ...

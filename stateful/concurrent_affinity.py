@@ -17,6 +17,15 @@ runtime move never passes a reaper tick without landing on it (the reaper would
 then collect at the later instant); a history that does is outside the
 specification's domain (`OutOfDomainError`).
 
+The reaper's pass: the crate removes expired entries (`entries.retain`) and
+lowers its entry count in a second step (`entry_count.fetch_sub`,
+`SessionAffinity::spawn_reaper`, affinity.rs:273-286), so an insertion in
+between finds the count still full. `ReaperCount` names both readings;
+`CRATE_REAPER_COUNT` is the pinned crate's, under which the collection is two
+actions of the advance: `reap` (the entries go, their slots stay counted)
+and `count` (the slots are freed). While slots stay counted, the model
+accepts a call as if its capacity were that many entries smaller.
+
 Replica updates: the crate observes an update's sequence before it takes the
 session's entry (`Inner::apply_replica_update`, affinity.rs:649-653), so a
 local commit or join between the two takes a version above the update's.
@@ -26,6 +35,17 @@ crate's, under which an update is two actions: `observe`, then `call`.
 Handles: the driver numbers handles itself; the specification state carries
 the map from the driver's numbers to the model's, extended whenever both sides
 hand out a handle.
+
+Publications: what a call published to the replica sink is part of its result.
+The model publishes at the call's linearization point; the crate publishes
+after it lets go of the entry, on the calling thread, before the call returns.
+So the publications of one call are compared, in the sink's order, with what
+the model published in that step; the order of publications *between* calls is
+not a linearization (two calls may publish in the other order than they took
+effect) and is checked separately, by `version_order`.
+
+The census, read after every thread finished, adds each listed session's
+`query_target` and the version counter (`next_version`, which takes one).
 """
 
 from __future__ import annotations
@@ -77,14 +97,24 @@ HALF_PERIOD_NS: Final[int] = reaper_period_ns(TTL_NS) // 2
 SESSIONS: Final[tuple[str, ...]] = ("s0", "s1")
 TARGETS: Final[tuple[Target, ...]] = (Target(1), Target(2), Target(1, 0))
 
-Part = Literal["call", "clock", "reap", "observe"]
+Part = Literal["call", "clock", "reap", "count", "observe"]
 ReplicaApply = Literal["atomic", "observe_first"]
 """One linearization point per replica update, or two (sequence, then entry)."""
 CRATE_REPLICA_APPLY: Final[ReplicaApply] = "observe_first"
 """What the pinned crate does (see the module docstring)."""
+ReaperCount = Literal["atomic", "count_after"]
+"""A collection frees its slots as it removes the entries, or in a second step."""
+CRATE_REAPER_COUNT: Final[ReaperCount] = "count_after"
+"""What the pinned crate's reaper does (see the module docstring)."""
 
 
-PART_STEP: Final[dict[Part, int]] = {"clock": 0, "observe": 0, "reap": 1, "call": 1}
+PART_STEP: Final[dict[Part, int]] = {
+    "clock": 0,
+    "observe": 0,
+    "reap": 1,
+    "call": 1,
+    "count": 2,
+}
 """The order of the parts of one call, which share its instants."""
 PENDING_RETURNED: Final[int] = INSTANT_END
 """A pending call's response, later than every instant a history can hold."""
@@ -123,7 +153,9 @@ class Action:
 
 
 def actions_of(
-    history: History, replica_apply: ReplicaApply = CRATE_REPLICA_APPLY
+    history: History,
+    replica_apply: ReplicaApply = CRATE_REPLICA_APPLY,
+    reaper_count: ReaperCount = CRATE_REAPER_COUNT,
 ) -> tuple[Action, ...]:
     """The search's actions: every call, advances and replica updates split."""
     actions: list[Action] = []
@@ -131,6 +163,8 @@ def actions_of(
         call = event.call
         if isinstance(call, Advance) and event.outcome.error is None:
             actions += [Action(event, "clock"), Action(event, "reap")]
+            if reaper_count == "count_after":
+                actions.append(Action(event, "count"))
             continue
         if isinstance(call, ApplyReplica) and replica_apply == "observe_first":
             actions.append(Action(event, "observe"))
@@ -145,6 +179,7 @@ class SpecState:
     table: AffinityState
     handles: tuple[tuple[int, int], ...]
     moved_from: int | None = None  # between an advance's two actions
+    uncounted: int = 0  # entries a pass removed whose slots stay counted
 
 
 _HANDLE_FIELD: Final[dict[type, str]] = {
@@ -197,15 +232,29 @@ def _new_handles(
 class AffinitySpec:
     """The reference model as the sequential specification of a history."""
 
-    def __init__(self, config: AffinityConfig, census: Census | None) -> None:
-        """Check against `config`'s model; `census` (if any) must match at the end."""
+    def __init__(
+        self,
+        config: AffinityConfig,
+        census: Census | None,
+        writer_id: int | None,
+        reaper_count: ReaperCount = CRATE_REAPER_COUNT,
+    ) -> None:
+        """Check against `config`'s model; `census` (if any) must match at the end.
+
+        `writer_id`: the recording sink's writer, or None for a run without one.
+        """
         self.config = config
         self.census = census
+        self.writer_id = writer_id
+        self.counts_after = reaper_count == "count_after"
         self.period_ns = reaper_period_ns(config.ttl_ns)
 
     def initial(self) -> SpecState:
-        """A fresh table and no handles."""
-        return SpecState(ModelAffinity(self.config).state(), ())
+        """A fresh table (replicating if the run had a sink) and no handles."""
+        model = ModelAffinity(self.config)
+        if self.writer_id is not None:
+            model.enable_replication(self.writer_id)
+        return SpecState(model.state(), ())
 
     def successors(self, state: SpecState, action: Action) -> list[SpecState]:
         """Where `action` may lead with the result seen; a pending one may not act."""
@@ -214,8 +263,8 @@ class AffinitySpec:
             return [] if after is None else [after]
         return [state] if after is None else [state, after]
 
-    def _step(self, state: SpecState, action: Action) -> SpecState | None:
-        """The state after `action`, if the model gives the result seen."""
+    def _advance(self, state: SpecState, action: Action) -> SpecState | None:
+        """An advance's part: the clock's move, the pass, or the freed slots."""
         table = state.table
         call = action.event.call
         if action.part == "clock":
@@ -223,30 +272,51 @@ class AffinitySpec:
             self._check_clock_move(table.now_ns, call.now_ns)
             moved = replace(table, now_ns=call.now_ns)
             return replace(state, table=moved, moved_from=table.now_ns)
+        if action.part == "count":
+            return replace(state, uncounted=0)
+        if state.moved_from is None:  # a pending advance that did not move
+            assert action.event.pending, "a collection follows its move"
+            return None
         model = ModelAffinity.from_state(table)
-        if action.part == "reap":
-            assert state.moved_from is not None, "a collection follows its move"
-            model.collect_due(state.moved_from)
-            return replace(state, table=model.state(), moved_from=None)
+        model.collect_due(state.moved_from)
+        after = model.state()
+        removed = len(table.entries) - len(after.entries) if self.counts_after else 0
+        return replace(state, table=after, moved_from=None, uncounted=removed)
+
+    def _step(self, state: SpecState, action: Action) -> SpecState | None:
+        """The state after `action`, if the model gives the result seen."""
+        if action.part in {"clock", "reap", "count"}:
+            return self._advance(state, action)
+        table = state.table
+        call = action.event.call
+        if state.uncounted:  # the slots of removed entries still count
+            smaller = max(0, self.config.max_entries - state.uncounted)
+            table = replace(table, config=replace(self.config, max_entries=smaller))
+        model = ModelAffinity.from_state(table)
         if action.part == "observe":
             assert isinstance(call, ApplyReplica)
             if len(call.session_id.encode()) <= self.config.max_session_id_bytes:
                 model.observe_replica_sequence(call.version.sequence)
-            return replace(state, table=model.state())
+            return replace(state, table=self._restored(model))
         handles = dict(state.handles)
         op = _with_model_handles(call, handles)
         if op is None:
             return None
         modelled = outcome_of(model, op)
+        published = tuple(model.drain_published())
         if action.event.pending:  # any result: the caller never saw one
-            return replace(state, table=model.state())
+            return replace(state, table=self._restored(model))
         added = _new_handles(call, action.event.outcome, modelled)
-        if added is None:
+        if added is None or published != action.event.published:
             return None
         handles.update(added)
         return replace(
-            state, table=model.state(), handles=tuple(sorted(handles.items()))
+            state, table=self._restored(model), handles=tuple(sorted(handles.items()))
         )
+
+    def _restored(self, model: ModelAffinity) -> AffinityState:
+        """The model's state under the table's own configuration."""
+        return replace(model.state(), config=self.config)
 
     def _check_clock_move(self, from_ns: int, to_ns: int) -> None:
         """Refuse a move the programs never make: back, or past a reaper tick."""
@@ -271,6 +341,15 @@ class AffinitySpec:
                 model.lease_count(session_id) == count
                 for session_id, count in census.lease_counts
             )
+            and all(
+                model.query_target(session_id, None) == target
+                for session_id, target in census.targets or ()
+            )
+            # Read last, as the driver does: it takes a version.
+            and (
+                census.next_version is None
+                or model.next_version() == census.next_version
+            )
         )
 
 
@@ -278,10 +357,12 @@ def verdict(
     history: History,
     replica_apply: ReplicaApply = CRATE_REPLICA_APPLY,
     states_max: int = SEARCH_STATES_MAX,
+    reaper_count: ReaperCount = CRATE_REAPER_COUNT,
 ) -> Verdict[Action]:
     """Whether `history` is linearizable against the model."""
-    spec = AffinitySpec(history.config, history.census)
-    return check(actions_of(history, replica_apply), spec, states_max)
+    spec = AffinitySpec(history.config, history.census, history.writer_id, reaper_count)
+    actions = actions_of(history, replica_apply, reaper_count)
+    return check(actions, spec, states_max)
 
 
 def prefix(history: History, cut: int) -> History:
@@ -294,14 +375,20 @@ def prefix(history: History, cut: int) -> History:
     return replace(history, events=events, census=None)
 
 
-def fails(history: History, replica_apply: ReplicaApply) -> bool:
+def fails(
+    history: History,
+    replica_apply: ReplicaApply,
+    reaper_count: ReaperCount = CRATE_REAPER_COUNT,
+) -> bool:
     """Decidedly not linearizable."""
-    found = verdict(history, replica_apply)
+    found = verdict(history, replica_apply, reaper_count=reaper_count)
     return found.decided and not found.linearizable
 
 
 def shortest_failure(
-    history: History, replica_apply: ReplicaApply = CRATE_REPLICA_APPLY
+    history: History,
+    replica_apply: ReplicaApply = CRATE_REPLICA_APPLY,
+    reaper_count: ReaperCount = CRATE_REAPER_COUNT,
 ) -> History:
     """The shortest prefix of `history` that is not linearizable.
 
@@ -311,7 +398,7 @@ def shortest_failure(
     """
     for cut in sorted({event.returned for event in history.events}):
         candidate = prefix(history, cut)
-        if fails(candidate, replica_apply):
+        if fails(candidate, replica_apply, reaper_count):
             return candidate
     return history
 

@@ -2,27 +2,32 @@
 
 `check_scenarios` draws scenarios, runs each on the crate (or a canary) a few
 times with different schedule seeds, and checks every history; the first
-history that is not linearizable is remembered for the artifact writer
+history that is not linearizable, or that breaks a version property
+(`stateful.version_order`), is remembered for the artifact writer
 (`stateful.capture.capture_history`) and fails the test with its shortest
-failing prefix. How many threads and steps a scenario has, and how often it
-reruns, follow the loaded Hypothesis profile: `ci` (the pr gate) stays small,
-`nightly` checks more than ten times as many, longer histories.
+failing prefix (or, for a version property, the whole history). How many
+threads and steps a scenario has, and how often it reruns, follow the loaded
+Hypothesis profile: `ci` (the pr gate) stays small, `nightly` checks more than
+ten times as many, longer histories.
 
 Each run is recorded for the gate's summary (`stateful.stats`, kind
-`concurrency`): histories checked, calls per history, threads, search states.
+`concurrency`): histories checked, calls per history, threads, search states,
+publications, version-order failures, and how many histories entered each of
+the crate's known windows (`stateful.windows`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Final
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from model.affinity.history import History, ThreadOp
 from model.affinity.types import AffinityConfig, Reaping
-from stateful import capture, stats
+from stateful import capture, stats, version_order, windows
 from stateful.concurrent_affinity import (
     CRATE_REPLICA_APPLY,
     Action,
@@ -74,6 +79,11 @@ class Tally:
     search_states_max: int = 0
     undecided: int = 0
     not_linearizable: int = 0
+    publications: int = 0
+    version_violations: int = 0
+    windows: dict[str, int] = field(
+        default_factory=lambda: dict.fromkeys(windows.WINDOWS, 0)
+    )
 
     def add(self, history: History, found: Verdict[Action]) -> None:
         """Count one checked history."""
@@ -85,6 +95,9 @@ class Tally:
         self.search_states_max = max(self.search_states_max, found.explored)
         self.undecided += found.undecided
         self.not_linearizable += found.decided and not found.linearizable
+        self.publications += len(history.publications())
+        for window in windows.entered(history, found):
+            self.windows[window] += 1
 
     def record(self, name: str, reading: ReplicaApply) -> None:
         """Write the tally for the gate's summary."""
@@ -114,7 +127,17 @@ def check_history(
     if found.decided and not found.linearizable:
         capture.capture_history(history, "linearizable", reading)
         raise AssertionError(describe(shortest_failure(history, reading)))
+    broken = version_order.violations(history)
+    if broken:
+        tally.version_violations += 1
+        capture.capture_history(history, "version_order", reading)
+        lines = [f"{violation.name}: {violation.detail}" for violation in broken]
+        raise AssertionError("\n".join(["versions out of order:", *lines]))
     return found
+
+
+ScenarioFamily = Callable[[int, int], st.SearchStrategy[Scenario]]
+"""Scenarios of up to (threads, steps per thread)."""
 
 
 def check_scenarios(
@@ -122,15 +145,23 @@ def check_scenarios(
     name: str,
     reading: ReplicaApply = CRATE_REPLICA_APPLY,
     reapings: Sequence[Reaping] = ("runtime_reaper",),
+    family: ScenarioFamily | None = None,
 ) -> Tally:
     """Draw scenarios under the loaded profile; every history must linearize.
 
-    `reapings`: the clock variants the target can build.
+    `reapings`: the clock variants the target can build (for the general
+    scenarios); `family`: scenarios aimed at a window instead
+    (`stateful.windows`).
     """
     size = sizes()
     tally = Tally()
+    drawn = (
+        scenarios(size.threads_max, size.ops_max, reapings)
+        if family is None
+        else family(size.threads_max, size.ops_max)
+    )
 
-    @given(scenarios(size.threads_max, size.ops_max, reapings))
+    @given(drawn)
     def run(scenario: Scenario) -> None:
         for repeat in range(size.repeats):
             seed = (scenario.schedule_seed + repeat) & SEED_MASK

@@ -27,14 +27,16 @@ from model.affinity.ops import (
 from model.affinity.types import (
     AffinityConfig,
     Initialize,
+    Published,
     ReplicaOutcome,
     Target,
     Version,
     Wait,
 )
 from model.errors import InvalidArgumentError
-from stateful import capture
+from stateful import capture, version_order
 from stateful.concurrent_affinity import (
+    CRATE_REAPER_COUNT,
     CRATE_REPLICA_APPLY,
     SESSIONS,
     OutOfDomainError,
@@ -124,9 +126,11 @@ def test_the_census_must_match_the_linearization() -> None:
 
 
 def test_an_advance_is_a_clock_move_then_a_reaper_pass() -> None:
-    """A reaper tick splits in two; a move past a tick is outside the domain."""
+    """A reaper tick: move, pass, freed slots; a move past a tick is out of domain."""
     run = history_of(call(0, 0, 1, Advance(1_000_000_000)))
-    assert [action.part for action in actions_of(run)] == ["clock", "reap"]
+    assert [action.part for action in actions_of(run)] == ["clock", "reap", "count"]
+    atomic = actions_of(run, reaper_count="atomic")
+    assert [action.part for action in atomic] == ["clock", "reap"]
     assert verdict(run).linearizable
     past_a_tick = history_of(call(0, 0, 1, Advance(1_500_000_000)))
     with pytest.raises(OutOfDomainError, match="past a reaper tick"):
@@ -166,6 +170,17 @@ def test_a_pending_call_may_or_may_not_have_taken_effect() -> None:
     assert verdict(prefix(run, 1)).linearizable
 
 
+def test_a_pending_advance_may_not_have_moved_the_clock() -> None:
+    """Cut while an advance runs: neither its move nor its pass need have happened."""
+    run = history_of(
+        call(0, 0, 9, Advance(CONFIG.ttl_ns)),
+        call(1, 1, 2, Query("s0"), None),
+    )
+    cut = prefix(run, 2)
+    assert [event.pending for event in cut.events] == [True, False]
+    assert verdict(cut).linearizable
+
+
 def test_the_shortest_failure_is_the_first_failing_prefix() -> None:
     """Calls after the point of failure are cut away."""
     run = history_of(
@@ -177,6 +192,112 @@ def test_the_shortest_failure_is_the_first_failing_prefix() -> None:
     shortest = shortest_failure(run)
     assert len(shortest.events) == 2
     assert not verdict(shortest).linearizable
+
+
+# ---- publications and the census additions -----------------------------------
+
+WRITER = 9
+"""The sink's writer id in hand-made histories."""
+
+
+def publishing(event: Event, *items: Published) -> Event:
+    """`event` with what it published, at the instants right after its invocation."""
+    assert event.invoked + len(items) < event.returned, "room inside the call"
+    return replace(
+        event,
+        published=items,
+        published_at=tuple(event.invoked + 1 + k for k in range(len(items))),
+    )
+
+
+def with_sink(*events: Event, census: Census | None = None) -> History:
+    """A history of two threads over `CONFIG`, recorded with a sink."""
+    return History(CONFIG, 2, events, census, writer_id=WRITER)
+
+
+def bound_s0(version: Version, *, census: Census | None = None) -> History:
+    """One thread binds s0 to target 1; the commit published at `version`."""
+    return with_sink(
+        call(0, 0, 1, Acquire("s0"), Initialize(1)),
+        publishing(
+            call(0, 2, 4, Commit(1, Target(1)), 2),
+            Published("s0", Target(1), version),
+        ),
+        census=census,
+    )
+
+
+def test_a_publication_is_part_of_the_calls_result() -> None:
+    """A commit must publish the version and target the model predicts, once."""
+    assert verdict(bound_s0(Version(1, WRITER))).linearizable
+    assert not verdict(bound_s0(Version(2, WRITER))).linearizable
+    assert not verdict(bound_s0(Version(1, WRITER + 1))).linearizable
+    silent = replace(
+        bound_s0(Version(1, WRITER)),
+        events=tuple(
+            replace(e, published=(), published_at=())
+            for e in bound_s0(Version(1, WRITER)).events
+        ),
+    )
+    assert not verdict(silent).linearizable, "a sink that heard nothing"
+    assert verdict(replace(silent, writer_id=None)).linearizable, "no sink at all"
+
+
+def commit_publishing(
+    thread: int, span: tuple[int, int], at: int, handles: tuple[int, int], sequence: int
+) -> Event:
+    """Thread `thread` commits `handles[0]` (session s<thread>) to target 1.
+
+    The commit returns lease `handles[1]` and published at instant `at`.
+    """
+    invoked, returned = span
+    assert invoked < at < returned
+    return replace(
+        call(thread, invoked, returned, Commit(handles[0], Target(1)), handles[1]),
+        published=(Published(f"s{thread}", Target(1), Version(sequence, WRITER)),),
+        published_at=(at,),
+    )
+
+
+def test_publications_between_calls_may_follow_another_order() -> None:
+    """Overlapping commits may publish out of version order; ordered ones may not."""
+    acquisitions = (
+        call(0, 0, 1, Acquire("s0"), Initialize(1)),
+        call(1, 2, 3, Acquire("s1"), Initialize(2)),
+    )
+    overlapping = with_sink(
+        *acquisitions,
+        commit_publishing(0, (4, 9), 8, (1, 3), 1),
+        commit_publishing(1, (5, 10), 6, (2, 4), 2),
+    )
+    assert verdict(overlapping).linearizable, "the sink heard version 2 first"
+    ordered = with_sink(
+        *acquisitions,
+        commit_publishing(0, (4, 6), 5, (1, 3), 2),
+        commit_publishing(1, (7, 9), 8, (2, 4), 1),
+    )
+    assert not verdict(ordered).linearizable, "s0's commit returned before s1's"
+
+
+def test_the_census_compares_targets_and_the_version_counter() -> None:
+    """After the run the bound target and the next version are checked too."""
+    right = Census(
+        0,
+        1,
+        (("s0", 1),),
+        targets=(("s0", Target(1)), ("s1", None)),
+        next_version=Version(2, WRITER),
+    )
+    assert verdict(bound_s0(Version(1, WRITER), census=right)).linearizable
+    for wrong in (
+        replace(right, targets=(("s0", Target(2)), ("s1", None))),
+        replace(right, targets=(("s0", Target(1)), ("s1", Target(1)))),
+        replace(right, next_version=Version(3, WRITER)),
+        replace(right, next_version=Version(2, 0)),
+    ):
+        assert not verdict(bound_s0(Version(1, WRITER), census=wrong)).linearizable
+    unread = replace(right, targets=None, next_version=None)
+    assert verdict(bound_s0(Version(1, WRITER), census=unread)).linearizable
 
 
 # ---- files -------------------------------------------------------------------
@@ -237,6 +358,85 @@ def test_a_malformed_history_is_refused_in_one_line(
     assert len(done.stderr.strip().splitlines()) == 1
 
 
+def published_history() -> History:
+    """A linearizable history with a publication and a full census."""
+    census = Census(
+        0,
+        1,
+        (("s0", 1),),
+        targets=(("s0", Target(1)), ("s1", None)),
+        next_version=Version(2, WRITER),
+    )
+    return bound_s0(Version(1, WRITER), census=census)
+
+
+def test_a_history_with_publications_round_trips(tmp_path: Path) -> None:
+    """Publications, their instants, the writer and the census additions survive."""
+    file = history_files.record(published_history(), "one commit")
+    assert file.linearizable
+    path = history_files.save(file, tmp_path / "h.json")
+    again = history_files.load(path)
+    assert again.history == file.history
+    second = history_files.save(again, tmp_path / "again.json")
+    assert second.read_bytes() == path.read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("edit", "problem"),
+    [
+        (
+            lambda text: text.replace('"history_format": 2', '"history_format": 3'),
+            "unsupported history format 3",
+        ),
+        (
+            lambda text: text.replace('"history_format": 2,', ""),
+            "unsupported history format 1",
+        ),
+        (lambda text: text.replace('"at": 3', '"at": 4'), "outside the call"),
+        (lambda text: text.replace('"at": 3', '"at": 2'), "outside the call"),
+        (
+            lambda text: text.replace('"writer_id": 9', '"writer_id": null'),
+            "without a sink",
+        ),
+        (
+            lambda text: text.replace('"next_version": {', '"next_version": {"x": 1,'),
+            "unknown field",
+        ),
+        (lambda text: text.replace('"targets": [', '"target": ['), "field"),
+    ],
+)
+def test_a_malformed_publication_or_format_is_refused_in_one_line(
+    tmp_path: Path, edit: object, problem: str
+) -> None:
+    """Format, publication instants and the sink are checked; exit 2, one line."""
+    path = history_files.save(
+        history_files.record(published_history(), "x"), tmp_path / "h.json"
+    )
+    assert callable(edit)
+    edited = edit(path.read_text())
+    assert edited != path.read_text(), "the edit applies"
+    path.write_text(edited)
+    with pytest.raises(TraceError, match=problem):
+        history_files.load(path)
+    done = run_module("ci.replay", str(path), timeout_s=REPLAY_TIMEOUT_S)
+    assert (done.returncode, len(done.stderr.strip().splitlines())) == (2, 1)
+
+
+def test_publications_out_of_the_sinks_order_are_refused(tmp_path: Path) -> None:
+    """A call's publications are listed in increasing instants."""
+    run = with_sink(
+        call(0, 0, 1, Acquire("s0"), Initialize(1)),
+        replace(
+            call(0, 2, 6, Commit(1, Target(1)), 2),
+            published=(Published("s0", Target(1), Version(1, WRITER)),) * 2,
+            published_at=(4, 3),
+        ),
+    )
+    path = history_files.save(history_files.record(run, "x"), tmp_path / "h.json")
+    with pytest.raises(TraceError, match="out of the sink's order"):
+        history_files.load(path)
+
+
 def test_a_call_after_a_pending_call_on_its_thread_is_refused(tmp_path: Path) -> None:
     """A pending call never returned: its thread cannot have called again."""
     run = history_of(
@@ -267,7 +467,8 @@ def test_split_actions_keep_their_order_whatever_the_input_order() -> None:
     """An advance's clock precedes its reap by the lane key, not by a stable sort."""
     run = history_of(call(0, 0, 1, Advance(CONFIG.ttl_ns), None))
     actions = actions_of(run)
-    assert [a.part for a in lanes_of(tuple(reversed(actions)))[0]] == ["clock", "reap"]
+    lane = lanes_of(tuple(reversed(actions)))[0]
+    assert [a.part for a in lane] == ["clock", "reap", "count"]
 
 
 def test_a_history_replays_without_canary_or_rust(tmp_path: Path) -> None:
@@ -325,6 +526,8 @@ def test_a_recorded_call_the_adapter_cannot_read_is_refused(kind: str) -> None:
 @pytest.mark.native
 def test_the_driver_records_every_call_with_its_instants() -> None:
     """Invocation before response, one counter, census after the threads."""
+    from impl.adapter import CONCURRENT_WRITER_ID  # noqa: PLC0415 - the binding
+
     programs = [
         [ThreadOp("acquire", "s0"), ThreadOp("commit", "s0", Target(1), 0)],
         [ThreadOp("query", "s1"), ThreadOp("advance", delta_ns=1)],
@@ -332,37 +535,85 @@ def test_the_driver_records_every_call_with_its_instants() -> None:
     with pytest.raises(InvalidArgumentError):
         run(programs)  # thread 1 may not advance
     recorded = run(list(reversed(programs)))
-    instants = sorted(i for e in recorded.events for i in (e.invoked, e.returned))
+    instants = sorted(
+        instant
+        for event in recorded.events
+        for instant in (event.invoked, event.returned, *event.published_at)
+    )
     assert instants == list(range(len(instants)))
     assert all(e.invoked < e.returned for e in recorded.events)
-    assert recorded.census == Census(1, 1, (("s0", 1), ("s1", None)))
+    expected_census = Census(
+        1,
+        1,
+        (("s0", 1), ("s1", None)),
+        targets=(("s0", Target(1)), ("s1", None)),
+        next_version=Version(2, CONCURRENT_WRITER_ID),
+    )
+    assert expected_census == recorded.census
+    (commit,) = (e for e in recorded.events if isinstance(e.call, Commit))
+    assert commit.published == (
+        Published("s0", Target(1), Version(1, CONCURRENT_WRITER_ID)),
+    )
     assert verdict(recorded).linearizable
 
 
+CANARIES = ("split_commit", "torn_version", "lost_publication", "stray_version")
+"""The driver's broken variants (`impl/src/concurrent.rs`), one per observed
+quantity: commits, versions, publications, the census's version counter."""
+
+
 @pytest.mark.native
-def test_the_split_commit_canary_is_caught_and_replays(tmp_path: Path) -> None:
-    """A commit split in two is not linearizable; its artifact replays as such."""
+@pytest.mark.parametrize("name", CANARIES)
+def test_a_canary_is_harmless_on_one_thread(name: str) -> None:
+    """Without a second thread no canary's window opens: one thread linearizes."""
+    from impl.adapter import run_concurrent  # noqa: PLC0415 - needs the binding
+
+    program = [
+        ThreadOp("acquire", "s0"),
+        ThreadOp("query", "s1"),
+        ThreadOp("commit", "s0", Target(1), 0),
+        ThreadOp("join", "s1", Target(2)),
+        ThreadOp("acquire", "s1"),
+        ThreadOp("acquire", "s1"),
+        ThreadOp("commit", "s1", Target(2), 2),
+        ThreadOp("drop", "s0", None, 0),
+        ThreadOp("query", "s0"),
+    ]
+    for seed in range(20):
+        alone = run_concurrent(CONFIG, [program], seed, SESSIONS, name)
+        assert len(alone.publications()) >= 2
+        assert verdict(alone).linearizable
+        assert version_order.violations(alone) == []
+
+
+@pytest.mark.native
+@pytest.mark.parametrize("name", CANARIES)
+def test_a_canary_is_caught_and_replays(tmp_path: Path, name: str) -> None:
+    """Each broken driver fails the pr-profile check; its artifact replays as such."""
     from impl.adapter import run_concurrent  # noqa: PLC0415 - needs the binding
 
     def canary(
         config: AffinityConfig, programs: Sequence[Sequence[ThreadOp]], seed: int
     ) -> History:
-        return run_concurrent(config, programs, seed, SESSIONS, "split_commit")
+        return run_concurrent(config, programs, seed, SESSIONS, name)
 
     capture.reset()
     # Threads interleave anew on every run, so Hypothesis may report the
     # failure as flaky while shrinking; the captured history is the evidence.
     with pytest.raises(Exception) as caught:  # noqa: PT011 - either report
-        check_scenarios(canary, "canary-split-commit")
+        check_scenarios(canary, f"canary-{name.replace('_', '-')}")
     (failed,) = capture.failed_histories()
-    assert failed.check == "linearizable"
-    assert not verdict(failed.history).linearizable
+    assert failed.check in {"linearizable", "version_order"}
+    assert (
+        not verdict(failed.history).linearizable
+        or version_order.violations(failed.history) != []
+    )
     folder = write_history_artifact(failed, "canary", str(caught.value), root=tmp_path)
     done = run_module(
         "ci.replay", str(folder / "minimal.json"), timeout_s=REPLAY_TIMEOUT_S
     )
     assert done.returncode == 1, done.stdout + done.stderr
-    assert "NOT LINEARIZABLE" in done.stdout
+    assert "NOT LINEARIZABLE" in done.stdout or "VERSIONS OUT OF ORDER" in done.stdout
     whole = history_files.load(folder / "history.json")
     minimal = history_files.load(folder / "minimal.json")
     assert not whole.linearizable
@@ -376,16 +627,22 @@ HISTORIES = sorted(
 )
 
 
-def test_the_corpus_keeps_the_replica_race() -> None:
-    """The history the check found in the crate is kept."""
-    assert [path.stem for path in HISTORIES] == ["replica_update_races_a_commit"]
+def test_the_corpus_keeps_the_crates_races() -> None:
+    """The histories the check found in the crate are kept."""
+    assert [path.stem for path in HISTORIES] == [
+        "reaper_refuses_a_removed_session_at_capacity",
+        "replica_update_races_a_commit",
+    ]
 
 
 @pytest.mark.parametrize("path", HISTORIES, ids=lambda path: path.stem)
 def test_a_corpus_history_keeps_its_verdict(path: Path) -> None:
-    """Each history keeps its verdict; the crate's reading explains it."""
+    """Each history keeps its verdict; the crate's readings explain it."""
     kept = history_files.load(path)
-    assert verdict(kept.history, kept.replica_apply).linearizable == kept.linearizable
+    as_recorded = verdict(
+        kept.history, kept.replica_apply, reaper_count=kept.reaper_count
+    )
+    assert as_recorded.linearizable == kept.linearizable
     assert verdict(kept.history, CRATE_REPLICA_APPLY).linearizable
     done = run_module("ci.replay", str(path), timeout_s=REPLAY_TIMEOUT_S)
     assert done.returncode == (0 if kept.linearizable else 1), done.stderr
@@ -394,6 +651,29 @@ def test_a_corpus_history_keeps_its_verdict(path: Path) -> None:
         str(path),
         "--reading",
         CRATE_REPLICA_APPLY,
+        "--reaper-count",
+        CRATE_REAPER_COUNT,
         timeout_s=REPLAY_TIMEOUT_S,
     )
     assert explained.returncode == 0, explained.stdout
+
+
+def test_the_reaper_count_is_read_as_the_file_says(tmp_path: Path) -> None:
+    """The cleanup finding fails read atomically and passes read as the crate does."""
+    path = (
+        REPO_ROOT
+        / "ci/replay/corpus/histories/"
+        / ("reaper_refuses_a_removed_session_at_capacity.json")
+    )
+    kept = history_files.load(path)
+    assert kept.reaper_count == "atomic"
+    assert not kept.linearizable
+    assert not verdict(kept.history, reaper_count="atomic").linearizable
+    refused = [e for e in kept.history.events if e.outcome.error == "ResourceExhausted"]
+    assert len(refused) == 1, "the one refusal no atomic pass allows"
+    edited = path.read_text().replace('"reaper_count": "atomic"', '"reaper_count": "x"')
+    bad = tmp_path / "bad.json"
+    bad.write_text(edited)
+    done = run_module("ci.replay", str(bad), timeout_s=REPLAY_TIMEOUT_S)
+    assert (done.returncode, len(done.stderr.strip().splitlines())) == (2, 1)
+    assert "unknown reading 'x'" in done.stderr

@@ -94,6 +94,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="a concurrent history only: read replica updates this way instead "
         "of as the file says",
     )
+    parser.add_argument(
+        "--reaper-count",
+        choices=history.REAPER_COUNTS,
+        default=None,
+        help="a concurrent history only: read reaper passes this way instead "
+        "of as the file says",
+    )
     return parser
 
 
@@ -356,6 +363,8 @@ def replay_history(
     found = history.load(file)
     if arguments.reading is not None:
         found = replace(found, replica_apply=arguments.reading)
+    if arguments.reaper_count is not None:
+        found = replace(found, reaper_count=arguments.reaper_count)
     out = console or Console(
         width=None if sys.stdout.isatty() else CONSOLE_WIDTH_MIN, highlight=False
     )
@@ -365,8 +374,10 @@ def replay_history(
 def trace_of(arguments: argparse.Namespace) -> Trace:
     """The trace PATH names; `--reading` is for concurrent histories only."""
     trace = load(arguments.path)
-    if arguments.reading is not None:
-        raise UsageError("--reading applies to concurrent histories only")
+    if arguments.reading is not None or arguments.reaper_count is not None:
+        raise UsageError(
+            "--reading and --reaper-count apply to concurrent histories only"
+        )
     return trace
 
 

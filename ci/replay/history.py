@@ -5,25 +5,38 @@ against one table (`model.affinity.history.History`), or a prefix of it cut
 where it stopped being linearizable. It shares the envelope of
 `ci/replay/envelope.py`; its own keys are
 
+    history_format HISTORY_FORMAT (2)
     config         the table's `AffinityConfig`, as in affinity traces
     threads        how many threads ran
-    census         {"now_ns", "entry_count", "lease_counts": [[id, n|null]...]}
+    writer_id      the recording replica sink's writer id, or null: no sink
+    census         {"now_ns", "entry_count", "lease_counts": [[id, n|null]...],
+                   "targets": [[id, target|null]...], "next_version": version}
                    read after every thread finished, or null for a prefix
     replica_apply  the reading of replica updates checked against:
                    "observe_first" (the pinned crate's) or "atomic"
+    reaper_count   the reading of a reaper pass: "count_after" (the pinned
+                   crate's: entries go, then their slots are freed) or "atomic"
     linearizable   the verdict when the file was written
 
 and each step is one call: {"index", "thread", "program_index", "invoked",
-"returned", "op", "expected"} plus "pending": true for a call that had not
-returned where the history was cut (its "expected" is then what the thread
-would have seen, and is not checked). Operations and outcomes are written as
-in affinity traces, with the driver's handle numbers.
+"returned", "op", "expected", "published"} plus "pending": true for a call that
+had not returned where the history was cut (its "expected" and "published" are
+then what the thread would have seen, and are not checked). "published" lists
+what the call published to the sink, in the sink's order, each as
+{"at": instant, "session_id", "target", "version"}. Operations and outcomes
+are written as in affinity traces, with the driver's handle numbers.
+
+Format 1 (before publications were recorded, without "history_format") is
+refused like any other format. Its files migrate as runs without a sink:
+writer_id null, no publications, and census targets and next_version null (not
+read by that driver, so not checked).
 
 `python -m ci.replay FILE` checks the history again against today's model
-(`stateful.concurrent_affinity`): nothing reruns on the crate, so the verdict
-is reproducible on any machine. It exits 1 when the history is not
-linearizable, whatever the file recorded; the corpus test compares the
-verdict with the recorded one.
+(`stateful.concurrent_affinity`) and the version properties
+(`stateful.version_order`): nothing reruns on the crate, so the verdict is
+reproducible on any machine. It exits 1 when the history is not linearizable
+or breaks a version property, whatever the file recorded; the corpus test
+compares the verdict with the recorded one.
 """
 
 from __future__ import annotations
@@ -37,7 +50,16 @@ from typing import Any, Final, get_args
 from rich.console import Console
 from rich.table import Table
 
-from ci.replay.affinity import OPS, OUTCOMES, decode_config, encode_config
+from ci.replay.affinity import (
+    OPS,
+    OUTCOMES,
+    decode_config,
+    decode_target,
+    decode_version,
+    encode_config,
+    encode_target,
+    encode_version,
+)
 from ci.replay.envelope import (
     Header,
     TraceError,
@@ -57,8 +79,12 @@ from ci.replay.envelope import (
     write_header,
 )
 from model.affinity.history import INSTANT_END, THREADS_MAX, Census, Event, History
+from model.affinity.types import Published
+from stateful import version_order
 from stateful.concurrent_affinity import (
+    CRATE_REAPER_COUNT,
     CRATE_REPLICA_APPLY,
+    ReaperCount,
     ReplicaApply,
     shortest_failure,
     verdict,
@@ -67,14 +93,41 @@ from stateful.concurrent_affinity import (
 SUBJECT: Final[str] = "affinity-history"
 HISTORY_FILE: Final[str] = "history.json"
 MINIMAL_FILE: Final[str] = "minimal.json"
+HISTORY_FORMAT: Final[int] = 2
+"""Format 2 records publications, the sink's writer id and the census additions."""
 SUBJECT_KEYS: Final[frozenset[str]] = frozenset(
-    {"config", "threads", "census", "replica_apply", "linearizable"}
+    {
+        "history_format",
+        "config",
+        "threads",
+        "writer_id",
+        "census",
+        "replica_apply",
+        "reaper_count",
+        "linearizable",
+    }
 )
 EVENT_KEYS: Final[frozenset[str]] = frozenset(
-    {"index", "thread", "program_index", "invoked", "returned", "op", "expected"}
+    {
+        "index",
+        "thread",
+        "program_index",
+        "invoked",
+        "returned",
+        "op",
+        "expected",
+        "published",
+    }
 )
 EVENT_OPTIONAL_KEYS: Final[frozenset[str]] = frozenset({"pending"})
+CENSUS_KEYS: Final[frozenset[str]] = frozenset(
+    {"now_ns", "entry_count", "lease_counts", "targets", "next_version"}
+)
+PUBLISHED_KEYS: Final[frozenset[str]] = frozenset(
+    {"at", "session_id", "target", "version"}
+)
 READINGS: Final[tuple[str, ...]] = get_args(ReplicaApply)
+REAPER_COUNTS: Final[tuple[str, ...]] = get_args(ReaperCount)
 
 
 @dataclass(frozen=True)
@@ -85,6 +138,7 @@ class HistoryFile:
     history: History
     replica_apply: ReplicaApply
     linearizable: bool
+    reaper_count: ReaperCount = CRATE_REAPER_COUNT
 
 
 def is_history(document: object) -> bool:
@@ -101,6 +155,15 @@ def _encode_event(index: int, event: Event) -> dict[str, Any]:
         "returned": event.returned,
         "op": OPS.encode(event.call),
         "expected": OUTCOMES[0](event.outcome),
+        "published": [
+            {
+                "at": at,
+                "session_id": published.session_id,
+                "target": encode_target(published.target),
+                "version": encode_version(published.version),
+            }
+            for at, published in zip(event.published_at, event.published, strict=True)
+        ],
     }
     return encoded | ({"pending": True} if event.pending else {})
 
@@ -111,16 +174,13 @@ def to_json(file: HistoryFile) -> dict[str, Any]:
     return (
         write_header(file.header)
         | {
+            "history_format": HISTORY_FORMAT,
             "config": encode_config(history.config),
             "threads": history.threads,
-            "census": None
-            if census is None
-            else {
-                "now_ns": census.now_ns,
-                "entry_count": census.entry_count,
-                "lease_counts": [list(pair) for pair in census.lease_counts],
-            },
+            "writer_id": history.writer_id,
+            "census": None if census is None else _encode_census(census),
             "replica_apply": file.replica_apply,
+            "reaper_count": file.reaper_count,
             "linearizable": file.linearizable,
         }
         | {
@@ -132,10 +192,39 @@ def to_json(file: HistoryFile) -> dict[str, Any]:
     )
 
 
+def _encode_census(census: Census) -> dict[str, Any]:
+    """The census; targets and the counter as null when they were not read."""
+    return {
+        "now_ns": census.now_ns,
+        "entry_count": census.entry_count,
+        "lease_counts": [list(pair) for pair in census.lease_counts],
+        "targets": None
+        if census.targets is None
+        else [
+            [session_id, None if target is None else encode_target(target)]
+            for session_id, target in census.targets
+        ],
+        "next_version": None
+        if census.next_version is None
+        else encode_version(census.next_version),
+    }
+
+
+def _decode_targets(value: object, where: str) -> tuple[tuple[str, Any], ...]:
+    pairs = []
+    for position, item in enumerate(expect_list(value, where)):
+        at = f"{where}[{position}]"
+        pair = expect_list(item, at)
+        if len(pair) != 2:
+            raise TraceError(at, "expected [session id, target or null]")
+        pairs.append(
+            (expect_str(pair[0], at), expect_optional(pair[1], at, decode_target))
+        )
+    return tuple(pairs)
+
+
 def _decode_census(value: object, where: str) -> Census:
-    raw = expect_object(
-        value, where, frozenset({"now_ns", "entry_count", "lease_counts"})
-    )
+    raw = expect_object(value, where, CENSUS_KEYS)
     pairs = []
     for position, item in enumerate(expect_list(raw["lease_counts"], where)):
         at = f"{where}.lease_counts[{position}]"
@@ -149,7 +238,47 @@ def _decode_census(value: object, where: str) -> Census:
         now_ns=expect_int(raw["now_ns"], f"{where}.now_ns"),
         entry_count=expect_int(raw["entry_count"], f"{where}.entry_count"),
         lease_counts=tuple(pairs),
+        targets=expect_optional(raw["targets"], f"{where}.targets", _decode_targets),
+        next_version=expect_optional(
+            raw["next_version"], f"{where}.next_version", decode_version
+        ),
     )
+
+
+def _decode_published(
+    value: object, where: str, invoked: int, returned: int
+) -> tuple[tuple[int, Published], ...]:
+    """A call's publications, inside its interval, in increasing instants."""
+    found: list[tuple[int, Published]] = []
+    for position, item in enumerate(expect_list(value, where)):
+        at = f"{where}[{position}]"
+        raw = expect_object(item, at, PUBLISHED_KEYS)
+        instant = _instant(raw["at"], f"{at}.at")
+        if not invoked < instant < returned:
+            raise TraceError(at, f"instant {instant} is outside the call")
+        if found and instant <= found[-1][0]:
+            raise TraceError(at, "publications are out of the sink's order")
+        found.append(
+            (
+                instant,
+                Published(
+                    expect_str(raw["session_id"], f"{at}.session_id"),
+                    decode_target(raw["target"], f"{at}.target"),
+                    decode_version(raw["version"], f"{at}.version"),
+                ),
+            )
+        )
+    return tuple(found)
+
+
+def _check_history_format(document: dict[str, Any]) -> None:
+    """Refuse a file of another history format (format 1 has no key)."""
+    found = expect_int(document.get("history_format", 1), "history_format")
+    if found != HISTORY_FORMAT:
+        raise TraceError(
+            "history_format",
+            f"unsupported history format {found} (this suite reads {HISTORY_FORMAT})",
+        )
 
 
 def _instant(value: object, where: str) -> int:
@@ -180,10 +309,13 @@ def _check_threads(events: list[Event]) -> None:
 
 def decode(document: object) -> HistoryFile:
     """A strict decode: a `TraceError` names the place and the problem."""
+    if not isinstance(document, dict):
+        raise TraceError("document", "expected a JSON object")
+    _check_history_format(document)
     header = read_header(document, SUBJECT_KEYS)
     if header.subject != SUBJECT:
         raise TraceError("subject", f"expected {SUBJECT!r}, got {header.subject!r}")
-    assert isinstance(document, dict)
+    writer_id = expect_optional(document["writer_id"], "writer_id", expect_int)
     threads = expect_int(document["threads"], "threads")
     if not 1 <= threads <= THREADS_MAX:
         raise TraceError("threads", f"{threads} is outside 1..{THREADS_MAX}")
@@ -191,6 +323,10 @@ def decode(document: object) -> HistoryFile:
     if reading not in READINGS:
         known = ", ".join(READINGS)
         raise TraceError("replica_apply", f"unknown reading {reading!r} ({known})")
+    reaper_count = expect_str(document["reaper_count"], "reaper_count")
+    if reaper_count not in REAPER_COUNTS:
+        known = ", ".join(REAPER_COUNTS)
+        raise TraceError("reaper_count", f"unknown reading {reaper_count!r} ({known})")
     events = []
     for step in read_steps(document, EVENT_KEYS, EVENT_OPTIONAL_KEYS):
         at = f"step {step['index']}"
@@ -201,6 +337,11 @@ def decode(document: object) -> HistoryFile:
         returned = _instant(step["returned"], f"{at}: returned")
         if returned < invoked:
             raise TraceError(at, "returned before it was invoked")
+        published = _decode_published(
+            step["published"], f"{at}: published", invoked, returned
+        )
+        if published and writer_id is None:
+            raise TraceError(f"{at}: published", "a run without a sink published")
         events.append(
             Event(
                 thread=thread,
@@ -210,6 +351,8 @@ def decode(document: object) -> HistoryFile:
                 call=OPS.decode(step["op"], f"{at}: op"),
                 outcome=OUTCOMES[1](step["expected"], f"{at}: expected"),
                 pending=expect_bool(step.get("pending", False), f"{at}: pending"),
+                published=tuple(item for _, item in published),
+                published_at=tuple(instant for instant, _ in published),
             )
         )
     _check_threads(events)
@@ -218,12 +361,14 @@ def decode(document: object) -> HistoryFile:
         threads=threads,
         events=tuple(events),
         census=expect_optional(document["census"], "census", _decode_census),
+        writer_id=writer_id,
     )
     return HistoryFile(
         header=header,
         history=history,
         replica_apply=typing.cast("ReplicaApply", reading),
         linearizable=expect_bool(document["linearizable"], "linearizable"),
+        reaper_count=typing.cast("ReaperCount", reaper_count),
     )
 
 
@@ -255,6 +400,7 @@ def record(
     history: History,
     description: str,
     replica_apply: ReplicaApply = CRATE_REPLICA_APPLY,
+    reaper_count: ReaperCount = CRATE_REAPER_COUNT,
 ) -> HistoryFile:
     """A history with today's verdict, ready to write."""
     header = Header(
@@ -263,8 +409,8 @@ def record(
         suite_version=suite_version(),
         crate_version=crate_version(),
     )
-    found = verdict(history, replica_apply)
-    return HistoryFile(header, history, replica_apply, found.linearizable)
+    found = verdict(history, replica_apply, reaper_count=reaper_count)
+    return HistoryFile(header, history, replica_apply, found.linearizable, reaper_count)
 
 
 def save(file: HistoryFile, path: Path) -> Path:
@@ -294,14 +440,19 @@ def write_failure(
 
 
 def show(history: History, title: str) -> Table:
-    """One row per call: thread, instants, operation, result."""
+    """One row per call: thread, instants, operation, result, publications."""
     table = Table(title=title, title_justify="left")
-    for column in ("#", "thread", "invoked", "returned", "call", "result"):
+    for column in ("#", "thread", "invoked", "returned", "call", "result", "published"):
         table.add_column(column, overflow="fold")
     for index, event in enumerate(history.events, start=1):
         outcome = event.outcome
         result = (
             "(pending)" if event.pending else (outcome.error or repr(outcome.value))
+        )
+        published = "; ".join(
+            f"@{at} {item.session_id} {item.target} "
+            f"v{item.version.sequence}/{item.version.writer}"
+            for at, item in zip(event.published_at, event.published, strict=True)
         )
         table.add_row(
             str(index),
@@ -310,17 +461,22 @@ def show(history: History, title: str) -> Table:
             str(event.returned),
             repr(event.call),
             result,
+            published,
         )
     return table
 
 
 def replay(file: HistoryFile, console: Console) -> bool:
-    """Check the history again and print it; True when linearizable."""
+    """Check the history again and print it; True when linearizable.
+
+    A linearizable history that breaks a version property fails too.
+    """
     history = file.history
-    found = verdict(history, file.replica_apply)
+    found = verdict(history, file.replica_apply, reaper_count=file.reaper_count)
     console.print(
         f"{SUBJECT}: {len(history.events)} calls on {history.threads} threads, "
-        f"replica updates read as {file.replica_apply!r}",
+        f"replica updates read as {file.replica_apply!r}, reaper passes as "
+        f"{file.reaper_count!r}",
         markup=False,
     )
     console.print(f"  {file.header.description}", markup=False)
@@ -336,7 +492,13 @@ def replay(file: HistoryFile, console: Console) -> bool:
         console.print(
             f"LINEARIZABLE ({found.explored} search states): {order}", markup=False
         )
-        return True
+        broken = version_order.violations(history)
+        for violation in broken:
+            console.print(
+                f"VERSIONS OUT OF ORDER: {violation.name}: {violation.detail}",
+                markup=False,
+            )
+        return not broken
     console.print(
         f"NOT LINEARIZABLE: no order of these calls gives every result seen "
         f"({found.explored} search states)",

@@ -24,8 +24,10 @@ from impl.adapter.affinity import (
     subagent_group_affinity_id,
 )
 from impl.adapter.concurrent import (
+    CONCURRENT_CANARIES,
     CONCURRENT_OPS_MAX,
     CONCURRENT_THREADS_MAX,
+    CONCURRENT_WRITER_ID,
     run_concurrent,
 )
 from impl.adapter.lib import (
@@ -41,8 +43,10 @@ from impl.adapter.scheduler import NativeScheduler
 
 __all__ = [
     "CLOCK_NS_MAX",
+    "CONCURRENT_CANARIES",
     "CONCURRENT_OPS_MAX",
     "CONCURRENT_THREADS_MAX",
+    "CONCURRENT_WRITER_ID",
     "CRATE_SOURCE",
     "CRATE_VERSION",
     "HAS_MANUAL_CLOCK",

@@ -7,6 +7,7 @@ back in the model's vocabulary as a `History`.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Final
 
 from impl import _native
@@ -40,6 +41,7 @@ from model.affinity.types import (
     AffinityConfig,
     Bound,
     Initialize,
+    Published,
     ReplicaOutcome,
     Target,
     Version,
@@ -57,6 +59,7 @@ CONCURRENT_OPS_MAX: Final[int] = _native.CONCURRENT_OPS_MAX
 _RawTarget = tuple[int, int | None]
 _RawCall = tuple[str, str, _RawTarget | None, int | None, tuple[int, int] | None, int]
 _RawResult = tuple[str, _RawTarget | None, int | None]
+_RawPublished = tuple[int, int, str, _RawTarget, tuple[int, int]]
 _ERROR_KINDS: Final[frozenset[str]] = frozenset(
     {"InvalidArgument", "ResourceExhausted", "Dropped"}
 )
@@ -157,6 +160,50 @@ def _event_in(raw_call: _RawCall, raw_result: _RawResult) -> tuple[Op, Outcome]:
     return op, Outcome(value=value)
 
 
+CONCURRENT_WRITER_ID: Final[int] = 9
+"""The writer id of the recording sink a concurrent run installs; the
+scenarios' replica updates come from other writers."""
+CONCURRENT_CANARIES: Final[tuple[str, ...]] = (
+    "split_commit",
+    "torn_version",
+    "lost_publication",
+    "stray_version",
+)
+"""The driver's deliberately broken variants (`impl/src/concurrent.rs`)."""
+
+
+def _attach(events: list[Event], raw_published: Sequence[_RawPublished]) -> list[Event]:
+    """Each publication on the call of its thread whose interval holds its tick."""
+    by_call: dict[int, list[tuple[int, Published]]] = {}
+    for thread, tick, session_id, raw_target, (sequence, writer) in raw_published:
+        published = Published(
+            session_id, _target_in(raw_target), Version(_sequence_in(sequence), writer)
+        )
+        owner = next(
+            (
+                position
+                for position, event in enumerate(events)
+                if event.thread == thread and event.invoked < tick < event.returned
+            ),
+            None,
+        )
+        if owner is None:  # the driver's own invariant, not the crate's
+            raise RuntimeError(
+                f"thread {thread} published {published} at tick {tick}, "
+                "outside every call it made"
+            )
+        by_call.setdefault(owner, []).append((tick, published))
+    attached = list(events)
+    for position, found in sorted(by_call.items()):
+        ordered = sorted(found, key=lambda item: item[0])
+        attached[position] = replace(
+            events[position],
+            published=tuple(published for _, published in ordered),
+            published_at=tuple(tick for tick, _ in ordered),
+        )
+    return attached
+
+
 def run_concurrent(
     config: AffinityConfig,
     programs: Sequence[Sequence[ThreadOp]],
@@ -167,9 +214,11 @@ def run_concurrent(
     """Run one program per thread against one fresh runtime-clock table.
 
     The GIL is released while the threads run; see `impl/src/concurrent.rs`.
-    A manual reaping variant needs a crate with the manual clock.
-    `sessions` are the ids whose `lease_count` the census reads. `canary`
-    may name `split_commit` (a commit split into abort + re-acquire).
+    A manual reaping variant needs a crate with the manual clock. The table
+    publishes to a recording sink of writer `CONCURRENT_WRITER_ID`; every
+    publication is attached to the call that made it. `sessions` are the ids
+    whose `lease_count` and `query_target` the census reads. `canary` may
+    name one of `CONCURRENT_CANARIES`.
     """
     manual = config.clock == "manual"
     if manual and not HAS_MANUAL_CLOCK:
@@ -179,12 +228,13 @@ def run_concurrent(
         )
     raw_programs = [[_thread_op_out(op) for op in program] for program in programs]
     with _translated():
-        raw_events, now_ns, entry_count, lease_counts = _native.run_concurrent_affinity(
+        raw_events, now_ns, raw_census, raw_published = _native.run_concurrent_affinity(
             config.ttl_ns,
             str(config.mode),
             config.max_entries,
             config.max_session_id_bytes,
             SEQUENCE_OFFSET,
+            CONCURRENT_WRITER_ID,
             raw_programs,
             schedule_seed,
             list(sessions),
@@ -195,5 +245,21 @@ def run_concurrent(
     for thread, index, invoked, returned, raw_call, raw_result in raw_events:
         call_op, outcome = _event_in(raw_call, raw_result)
         events.append(Event(thread, index, invoked, returned, call_op, outcome))
-    census = Census(now_ns, entry_count, tuple(lease_counts))
-    return History(config, len(programs), tuple(events), census)
+    entry_count, lease_counts, raw_targets, (counter, writer) = raw_census
+    census = Census(
+        now_ns,
+        entry_count,
+        tuple(lease_counts),
+        targets=tuple(
+            (session_id, None if raw is None else _target_in(raw))
+            for session_id, raw in raw_targets
+        ),
+        next_version=Version(_sequence_in(counter), writer),
+    )
+    return History(
+        config,
+        len(programs),
+        tuple(_attach(events, raw_published)),
+        census,
+        writer_id=CONCURRENT_WRITER_ID,
+    )

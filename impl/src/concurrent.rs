@@ -8,9 +8,21 @@
 //! executes its program; before each call it may yield or spin, as its
 //! schedule seed says, so that runs interleave differently. For every call it
 //! records the invocation and response instants (one shared `SeqCst` counter)
-//! and the result. After every thread has finished it reads `entry_count()` and
-//! `lease_count(id)` of the listed sessions, and only then drops the handles
-//! the threads still hold.
+//! and the result. After every thread has finished it reads `entry_count()`,
+//! `lease_count(id)` and `query_target(id, None)` of the listed sessions, then
+//! `next_version()` once (feature `testing`; it consumes a sequence), and only
+//! then drops the handles the threads still hold.
+//!
+//! Publications: before the threads start, the table gets a recording replica
+//! sink (`enable_replication` with the caller's writer id). The crate calls the
+//! sink on the publishing thread; the sink records that thread, a tick of the
+//! shared counter taken under its lock (so ticks follow the sink's order), and
+//! what was published. A publication's tick lies inside the interval of the
+//! call that made it, on its thread; the adapter attaches it there. Publications
+//! made while the handles still held are dropped after the census are not
+//! returned. Versions of leases are private in the crate (`AffinityLease` has
+//! no accessor in 1.6.1): versions reach a caller only through publications,
+//! replica-apply outcomes and `next_version`.
 //!
 //! A program refers to handles by *slot*: the n-th acquisition or join of the
 //! same thread. Which kind of handle a slot holds depends on the interleaving,
@@ -26,17 +38,27 @@
 //!
 //! Limits of the binding's own (not the crate's): 1 to `THREADS_MAX` threads,
 //! at most `OPS_MAX` operations per thread, `advance` only on thread 0.
+//!
+//! Canaries (deliberately broken drivers that the check must catch, each
+//! harmless while no two calls overlap): `split_commit` (a commit split into
+//! an abort and a fresh acquisition), `torn_version` (the sink passes each
+//! version through one shared register, so overlapping publications may swap
+//! versions), `lost_publication` (the sink drops a publication when another
+//! thread holds its lock) and `stray_version` (a query made while another
+//! thread is inside a call also takes a version, which only the versions taken
+//! later and the census's `next_version` show).
 
+use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Barrier;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use dynamo_kv_router::services::selection::affinity::{
     AcquireStep, AffinityError as CrateError, AffinityInitialization, AffinityLease,
-    AffinityTarget, AffinityVersion, Hold, SessionAffinity,
+    AffinityReplicaSink, AffinityTarget, AffinityVersion, Hold, SessionAffinity,
     SessionAffinityConfig,
 };
 use pyo3::prelude::*;
@@ -62,8 +84,83 @@ type CallOut = (&'static str, String, Option<PyTarget>, Option<u64>, Option<PyVe
 type ResultOut = (String, Option<PyTarget>, Option<u64>);
 /// (thread, index in the thread, invoked, returned, call, result).
 type EventOut = (usize, usize, u64, u64, CallOut, ResultOut);
-/// (events, clock reached in ns, entry_count, [(session, lease_count)]).
-type RunOut = (Vec<EventOut>, u64, usize, Vec<(String, Option<usize>)>);
+/// A publication as the sink saw it: (thread, tick, session, target, version).
+type PublishedOut = (usize, u64, String, PyTarget, PyVersion);
+/// What the census read: (entry_count, [(session, lease_count)],
+/// [(session, query_target)], next_version).
+type CensusOut = (usize, Vec<(String, Option<usize>)>, Vec<(String, Option<PyTarget>)>, PyVersion);
+/// (events, clock reached in ns, census, publications in the sink's order).
+type RunOut = (Vec<EventOut>, u64, CensusOut, Vec<PublishedOut>);
+
+thread_local! {
+    /// The program thread running on this OS thread (`usize::MAX`: none).
+    static PROGRAM_THREAD: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// The deliberately broken drivers (see the module documentation).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Canary {
+    None,
+    SplitCommit,
+    TornVersion,
+    LostPublication,
+    StrayVersion,
+}
+
+impl Canary {
+    fn parse(name: Option<&str>) -> PyResult<Self> {
+        Ok(match name {
+            None => Self::None,
+            Some("split_commit") => Self::SplitCommit,
+            Some("torn_version") => Self::TornVersion,
+            Some("lost_publication") => Self::LostPublication,
+            Some("stray_version") => Self::StrayVersion,
+            Some(other) => return Err(InvalidArgument::new_err(format!("unknown canary {other:?}"))),
+        })
+    }
+}
+
+/// Yields this many times to widen a canary's window.
+const CANARY_YIELDS: usize = 16;
+
+/// The replica sink of a concurrent run: every publication, in its order.
+struct HistorySink {
+    ticks: Arc<AtomicU64>,
+    log: Mutex<Vec<PublishedOut>>,
+    canary: Canary,
+    /// The `torn_version` canary's shared register.
+    register: AtomicU64,
+}
+
+impl AffinityReplicaSink for HistorySink {
+    fn publish(&self, session_id: &str, target: AffinityTarget, version: AffinityVersion) {
+        let mut sequence = version.sequence;
+        if self.canary == Canary::TornVersion {
+            self.register.store(sequence, Ordering::SeqCst);
+            (0..CANARY_YIELDS).for_each(|_| std::thread::yield_now());
+            sequence = self.register.load(Ordering::SeqCst);
+        }
+        let mut log = if self.canary == Canary::LostPublication {
+            match self.log.try_lock() {
+                Ok(log) => log,
+                Err(_) => return,
+            }
+        } else {
+            self.log.lock().unwrap_or_else(PoisonError::into_inner)
+        };
+        let tick = self.ticks.fetch_add(1, Ordering::SeqCst);
+        log.push((
+            PROGRAM_THREAD.get(),
+            tick,
+            session_id.to_string(),
+            from_target(target),
+            (sequence, version.writer_id),
+        ));
+        if self.canary == Canary::LostPublication {
+            (0..CANARY_YIELDS).for_each(|_| std::thread::yield_now());
+        }
+    }
+}
 
 const KINDS: [&str; 9] = [
     "acquire", "join", "commit", "drop", "invalidate", "poll", "query", "replica", "advance",
@@ -120,7 +217,9 @@ struct Shared<'a> {
     ticks: &'a AtomicU64,
     handles: &'a AtomicU64,
     barrier: &'a Barrier,
-    split_commit: bool,
+    /// Calls under way, for the `stray_version` canary.
+    busy: &'a AtomicUsize,
+    canary: Canary,
 }
 
 impl Shared<'_> {
@@ -152,6 +251,7 @@ impl Shared<'_> {
     /// manual clock as this thread left it.
     fn run(&self, thread: usize, program: &[OpIn], seed: u64) -> (Vec<EventOut>, Vec<Held>, u64) {
         let _context = self.runtime.handle().enter();
+        PROGRAM_THREAD.set(thread);
         let mut schedule = Schedule(seed ^ (thread as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
         let mut slots: Vec<Option<(u64, Held)>> = Vec::new();
         let mut events = Vec::new();
@@ -159,7 +259,12 @@ impl Shared<'_> {
         self.barrier.wait();
         for (index, op) in program.iter().enumerate() {
             schedule.jitter();
+            // A panicking call is recorded from here, so that what it
+            // published still falls inside its interval.
+            let before = self.ticks.load(Ordering::SeqCst);
+            self.busy.fetch_add(1, Ordering::SeqCst);
             let outcome = catch_unwind(AssertUnwindSafe(|| self.step(op, &mut slots, &mut clock_ns)));
+            self.busy.fetch_sub(1, Ordering::SeqCst);
             match outcome {
                 Ok(Some((invoked, returned, call, result))) => {
                     events.push((thread, index, invoked, returned, call, result));
@@ -177,7 +282,7 @@ impl Shared<'_> {
                         op.5,
                     );
                     let result = (format!("RustPanic: {message}"), None, None);
-                    events.push((thread, index, returned, returned, call, result));
+                    events.push((thread, index, before, returned, call, result));
                     break;
                 }
             }
@@ -235,7 +340,9 @@ impl Shared<'_> {
                 })?;
                 let invoked = self.tick();
                 let committed = match held {
-                    Held::Init(init) if self.split_commit => self.split_commit(init, dispatched, session),
+                    Held::Init(init) if self.canary == Canary::SplitCommit => {
+                        self.split_commit(init, dispatched, session)
+                    }
                     Held::Init(init) => self.table.commit(Hold::Initialize(init), dispatched),
                     Held::Bound { target, lease } => self.table.commit(Hold::Bound { target, lease }, dispatched),
                     _ => unreachable!("kind checked above"),
@@ -303,6 +410,9 @@ impl Shared<'_> {
             "query" => {
                 let invoked = self.tick();
                 let found = self.table.query_target(session, target.map(to_target));
+                if self.canary == Canary::StrayVersion && self.busy.load(Ordering::SeqCst) > 1 {
+                    let _ = self.table.next_version();
+                }
                 let returned = self.tick();
                 let result = match found {
                     Ok(Some(found)) => ("target".to_string(), Some(from_target(found)), None),
@@ -404,10 +514,11 @@ fn new_table(config: SessionAffinityConfig, origin: Instant, manual: bool) -> Re
 /// Runs `programs` concurrently against one fresh table (runtime clock, or
 /// the crate's manual clock when `manual`); see the
 /// module documentation. `sequence_offset` is observed right after
-/// construction (the adapter's sequence pinning). `canary` may name
-/// `split_commit`, a deliberately non-atomic commit.
+/// construction (the adapter's sequence pinning); `writer_id` is the
+/// replication writer id the recording sink is installed with. `canary` may
+/// name one of the deliberately broken drivers of the module documentation.
 #[pyfunction]
-#[pyo3(signature = (ttl_ns, mode, max_entries, max_session_id_bytes, sequence_offset, programs, schedule_seed, sessions, canary=None, manual=false))]
+#[pyo3(signature = (ttl_ns, mode, max_entries, max_session_id_bytes, sequence_offset, writer_id, programs, schedule_seed, sessions, canary=None, manual=false))]
 #[allow(clippy::too_many_arguments)]
 fn run_concurrent_affinity(
     py: Python<'_>,
@@ -416,6 +527,7 @@ fn run_concurrent_affinity(
     max_entries: usize,
     max_session_id_bytes: usize,
     sequence_offset: u64,
+    writer_id: u64,
     programs: Vec<Vec<OpIn>>,
     schedule_seed: u64,
     sessions: Vec<String>,
@@ -426,11 +538,7 @@ fn run_concurrent_affinity(
     if manual && !cfg!(feature = "manual-clock") {
         return Err(InvalidArgument::new_err("this crate has no manual clock"));
     }
-    let split_commit = match canary.as_deref() {
-        None => false,
-        Some("split_commit") => true,
-        Some(other) => return Err(InvalidArgument::new_err(format!("unknown canary {other:?}"))),
-    };
+    let canary = Canary::parse(canary.as_deref())?;
     guard(|| {
         let config = affinity_config(ttl_ns, mode, max_entries, max_session_id_bytes)?;
         let runtime = paused_runtime()?;
@@ -442,8 +550,18 @@ fn run_concurrent_affinity(
         });
         let table = table.map_err(|error| InvalidArgument::new_err(error.to_string()))?;
         table.observe_replica_sequence(sequence_offset);
-        let ticks = AtomicU64::new(0);
+        let ticks = Arc::new(AtomicU64::new(0));
+        let sink = Arc::new(HistorySink {
+            ticks: Arc::clone(&ticks),
+            log: Mutex::new(Vec::new()),
+            canary,
+            register: AtomicU64::new(0),
+        });
+        if !table.enable_replication(writer_id, Arc::clone(&sink) as Arc<dyn AffinityReplicaSink>) {
+            return Err(crate::RustPanic::new_err("a fresh table already had a replica sink"));
+        }
         let handles = AtomicU64::new(1);
+        let busy = AtomicUsize::new(0);
         let barrier = Barrier::new(programs.len());
         let shared = Shared {
             table: &table,
@@ -453,7 +571,8 @@ fn run_concurrent_affinity(
             ticks: &ticks,
             handles: &handles,
             barrier: &barrier,
-            split_commit,
+            busy: &busy,
+            canary,
         };
         let runs = py.allow_threads(|| {
             std::thread::scope(|scope| {
@@ -487,18 +606,25 @@ fn run_concurrent_affinity(
             u64::try_from(runtime.block_on(async { Instant::now() }).duration_since(origin).as_nanos())
                 .unwrap_or(u64::MAX)
         };
+        let published = std::mem::take(&mut *sink.log.lock().unwrap_or_else(PoisonError::into_inner));
         let entry_count = table.entry_count();
         let lease_counts = sessions
-            .into_iter()
-            .map(|session| {
-                let count = table.lease_count(&session);
-                (session, count)
-            })
+            .iter()
+            .map(|session| (session.clone(), table.lease_count(session)))
             .collect();
+        let targets = sessions
+            .iter()
+            .map(|session| match table.query_target(session, None) {
+                Ok(found) => Ok((session.clone(), found.map(from_target))),
+                Err(error) => Err(InvalidArgument::new_err(format!("census of {session:?}: {error}"))),
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let counter = table.next_version();
         drop(still_held);
         drop(table);
         events.sort_by_key(|event| event.2);
-        Ok((events, now_ns, entry_count, lease_counts))
+        let census = (entry_count, lease_counts, targets, (counter.sequence, counter.writer_id));
+        Ok((events, now_ns, census, published))
     })
 }
 

@@ -6,6 +6,11 @@ and response instants on one shared counter and what it returned. Handles in a
 history are the driver's own numbers, unique across threads; the
 linearizability check (`stateful/linearizability.py`) maps them onto the
 model's. Calls and results reuse the vocabulary of `model.affinity.ops`.
+
+What the sink received is part of a call's result: the table publishes to its
+replica sink on the calling thread, and each publication belongs to the call in
+whose interval it happened (`Event.published`, in the order the sink saw them).
+A history recorded without a sink (`History.writer_id` None) publishes nothing.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from model.affinity.ops import Op, Outcome
-from model.affinity.types import AffinityConfig, Target, Version
+from model.affinity.types import AffinityConfig, Published, Target, Version
 
 INSTANT_END: Final[int] = 2**64
 """Instants are values of the driver's shared `u64` counter: below this."""
@@ -62,6 +67,10 @@ class Event:
     outcome: Outcome
     pending: bool = False
     """The history was cut before this call returned: its outcome is unknown."""
+    published: tuple[Published, ...] = ()
+    """What the call published to the replica sink, in the sink's order."""
+    published_at: tuple[int, ...] = ()
+    """The instant of each publication (one shared counter with the calls)."""
 
     def precedes(self, other: Event) -> bool:
         """Real-time order: this call returned before `other` was invoked."""
@@ -70,11 +79,17 @@ class Event:
 
 @dataclass(frozen=True)
 class Census:
-    """The table's counts once every thread had finished."""
+    """The table's counts once every thread had finished.
+
+    `targets` and `next_version` are None in a history whose driver did not
+    read them (format 1); `next_version` consumed the version it reports.
+    """
 
     now_ns: int
     entry_count: int
     lease_counts: tuple[tuple[str, int | None], ...]
+    targets: tuple[tuple[str, Target | None], ...] | None = None
+    next_version: Version | None = None
 
 
 @dataclass(frozen=True)
@@ -85,3 +100,13 @@ class History:
     threads: int
     events: tuple[Event, ...]
     census: Census | None  # None for a sub-history cut out of a run
+    writer_id: int | None = None  # the recording sink's writer id; None: no sink
+
+    def publications(self) -> tuple[tuple[int, Event, Published], ...]:
+        """Every publication with its instant and call, in the sink's order."""
+        found = [
+            (at, event, published)
+            for event in self.events
+            for at, published in zip(event.published_at, event.published, strict=True)
+        ]
+        return tuple(sorted(found, key=lambda item: item[0]))
