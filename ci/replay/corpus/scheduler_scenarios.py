@@ -215,7 +215,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         arguments = parser.parse_args(argv)
     except UsageError as error:
-        print(f"{parser.prog}: {error}", file=sys.stderr)
+        print(f"ci.replay.corpus.scheduler_scenarios: error: {error}", file=sys.stderr)
         return 2
     if arguments.check:
         stale = stale_files()
