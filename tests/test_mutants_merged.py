@@ -48,6 +48,11 @@ def _caught_by_ours(entry: dict[str, Any]) -> bool:
     return ours is not None and ours["outcome"] == "caught"
 
 
+def _outcome(entry: dict[str, Any], side: str) -> str | None:
+    verdict = entry.get(side)
+    return None if verdict is None else str(verdict["outcome"])
+
+
 def test_the_committed_merge_is_the_merge_of_the_committed_reports() -> None:
     """Re-merging the shards and rechecks gives the committed report, to the byte."""
     shards = sorted(REPORTS.glob("*of16"))
@@ -79,11 +84,23 @@ def test_every_survivor_of_ours_is_argued_unreachable_or_equivalent() -> None:
     unargued = [
         mutant
         for mutant in survivors
-        if verdicts.get(mutant) not in {"unreachable", "equivalent"}
+        if verdicts.get(mutant) not in {"unreachable", "equivalent", "hangs", "gap"}
     ]
 
     assert survivors, "the merged report lists no survivor at all"
     assert unargued == []
+
+
+def test_a_mutant_argued_to_hang_is_one_our_suite_timed_out_on() -> None:
+    """`hangs` stands only for a mutant on which our suite hit its time limit."""
+    verdicts = _verdicts()
+    timed_out = {
+        e["id"] for e in _committed()["mutants"] if _outcome(e, "ours") == "timeout"
+    }
+
+    hangs = {m for m, v in verdicts.items() if v == "hangs"}
+
+    assert sorted(hangs) == sorted(timed_out)
 
 
 def test_a_mutant_argued_out_of_reach_is_not_one_ours_catches() -> None:
