@@ -171,13 +171,62 @@ impl Drop for RuntimeAffinityTable {
     }
 }
 
+/// Yields after a clock move on an affinity table: the reaper needs one poll
+/// per tick.
+const AFFINITY_SETTLE_YIELDS: usize = 16;
+
 /// Lets every task that a clock move made ready run before Python regains
-/// control. Bounded: the reaper needs one poll per tick.
-pub(crate) async fn settle() {
-    const YIELDS_MAX: usize = 16;
-    for _ in 0..YIELDS_MAX {
+/// control, in at most `yields` rounds of the current-thread runtime.
+pub(crate) async fn settle_for(yields: usize) {
+    for _ in 0..yields {
         tokio::task::yield_now().await;
     }
+}
+
+/// `settle_for` with an affinity table's bound.
+pub(crate) async fn settle() {
+    settle_for(AFFINITY_SETTLE_YIELDS).await;
+}
+
+/// Moves a paused runtime's clock to `origin + now_ns`, letting every timer due
+/// on the way fire at its own instant, with `yields` rounds after each move.
+///
+/// Tokio timers fire on a 1 ms grid anchored at the runtime's start (the
+/// origin), and auto-advance from a point off that grid overshoots by the
+/// offset. So: step (no auto-advance) to the next grid point, sleep to the last
+/// grid point before the target (auto-advance visits every timer on the way,
+/// each at its own instant), then step the sub-millisecond rest, where no
+/// timer can fire.
+pub(crate) fn advance_paused(runtime: &Runtime, origin: Instant, now_ns: u64, yields: usize) -> PyResult<()> {
+    let target = origin + Duration::from_nanos(now_ns);
+    let grid = origin + Duration::from_millis(now_ns / 1_000_000);
+    let reached = runtime.block_on(async move {
+        let since = Instant::now().duration_since(origin);
+        let off_grid = since.subsec_nanos() % 1_000_000;
+        if off_grid != 0 {
+            let next_grid = Instant::now() + Duration::from_nanos(u64::from(1_000_000 - off_grid));
+            let step_to = next_grid.min(target);
+            tokio::time::advance(step_to.duration_since(Instant::now())).await;
+            settle_for(yields).await;
+        }
+        if grid > Instant::now() {
+            tokio::time::sleep_until(grid).await;
+            settle_for(yields).await;
+        }
+        let rest = target.saturating_duration_since(Instant::now());
+        if !rest.is_zero() {
+            tokio::time::advance(rest).await;
+            settle_for(yields).await;
+        }
+        Instant::now()
+    });
+    if reached != target {
+        return Err(crate::RustPanic::new_err(format!(
+            "paused clock drifted: at {:?} after moving to {now_ns} ns",
+            reached.duration_since(origin)
+        )));
+    }
+    Ok(())
 }
 
 /// A current-thread Tokio runtime whose clock moves only when told.
@@ -414,41 +463,7 @@ impl RuntimeAffinityTable {
             ));
         }
         guard(|| {
-            let origin = self.origin;
-            let target = origin + Duration::from_nanos(now_ns);
-            // Tokio timers fire on a 1 ms grid anchored at the runtime's start,
-            // and auto-advance from a point off that grid overshoots by the
-            // offset. So: step (no auto-advance) to the next grid point, sleep to
-            // the last grid point before the target (auto-advance visits every
-            // timer on the way, each at its own instant), then step the
-            // sub-millisecond rest, where no timer can fire.
-            let grid = origin + Duration::from_millis(now_ns / 1_000_000);
-            let reached = self.runtime.block_on(async move {
-                let since = Instant::now().duration_since(origin);
-                let off_grid = since.subsec_nanos() % 1_000_000;
-                if off_grid != 0 {
-                    let next_grid = Instant::now() + Duration::from_nanos(u64::from(1_000_000 - off_grid));
-                    let step_to = next_grid.min(target);
-                    tokio::time::advance(step_to.duration_since(Instant::now())).await;
-                    settle().await;
-                }
-                if grid > Instant::now() {
-                    tokio::time::sleep_until(grid).await;
-                    settle().await;
-                }
-                let rest = target.saturating_duration_since(Instant::now());
-                if !rest.is_zero() {
-                    tokio::time::advance(rest).await;
-                    settle().await;
-                }
-                Instant::now()
-            });
-            if reached != target {
-                return Err(crate::RustPanic::new_err(format!(
-                    "paused clock drifted: at {:?} after moving to {now_ns} ns",
-                    reached.duration_since(origin)
-                )));
-            }
+            advance_paused(&self.runtime, self.origin, now_ns, AFFINITY_SETTLE_YIELDS)?;
             self.now_ns = now_ns;
             Ok(())
         })

@@ -60,7 +60,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::affinity::paused_runtime;
+use crate::affinity::{advance_paused, paused_runtime, settle_for};
 use crate::{HandleError, guard};
 
 create_exception!(_native, SchedulerError, PyException, "An error the scheduler returned (SequenceError).");
@@ -206,9 +206,7 @@ impl Drop for SchedulerTable {
 
 /// Lets every task that a call made ready run.
 async fn settle() {
-    for _ in 0..SETTLE_YIELDS {
-        tokio::task::yield_now().await;
-    }
+    settle_for(SETTLE_YIELDS).await;
 }
 
 impl SchedulerTable {
@@ -543,40 +541,7 @@ impl SchedulerTable {
             ));
         }
         guard(|| {
-            let origin = self.origin;
-            let target = origin + Duration::from_nanos(now_ns);
-            // As in the affinity binding: Tokio timers fire on a 1 ms grid
-            // anchored at the runtime's start (the origin). Step to the next
-            // grid point, sleep to the last grid point before the target
-            // (auto-advance visits every timer on the way), step the rest.
-            let grid = origin + Duration::from_millis(now_ns / 1_000_000);
-            let reached = self.runtime.block_on(async move {
-                let since = Instant::now().duration_since(origin);
-                let off_grid = since.subsec_nanos() % 1_000_000;
-                if off_grid != 0 {
-                    let next_grid =
-                        Instant::now() + Duration::from_nanos(u64::from(1_000_000 - off_grid));
-                    let step_to = next_grid.min(target);
-                    tokio::time::advance(step_to.duration_since(Instant::now())).await;
-                    settle().await;
-                }
-                if grid > Instant::now() {
-                    tokio::time::sleep_until(grid).await;
-                    settle().await;
-                }
-                let rest = target.saturating_duration_since(Instant::now());
-                if !rest.is_zero() {
-                    tokio::time::advance(rest).await;
-                    settle().await;
-                }
-                Instant::now()
-            });
-            if reached != target {
-                return Err(crate::RustPanic::new_err(format!(
-                    "paused clock drifted: at {:?} after moving to {now_ns} ns",
-                    reached.duration_since(origin)
-                )));
-            }
+            advance_paused(&self.runtime, self.origin, now_ns, SETTLE_YIELDS)?;
             self.now_ns = now_ns;
             Ok(())
         })

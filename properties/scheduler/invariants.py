@@ -118,6 +118,13 @@ def _pinned_waiting_workers(view: SchedulerView) -> set[int]:
     }
 
 
+def _a_pinned_request_was_dispatched(step: Step) -> bool:
+    """A request pinned to its worker was dispatched by this step."""
+    return any(
+        _request(step.after, rid).pinned for rid in _newly_ended(step, "dispatched")
+    )
+
+
 def _newly_ended(step: Step, kind: str) -> list[str]:
     before = _fates(step.before)
     return [
@@ -560,9 +567,7 @@ def an_expiry_lets_a_waiting_request_through(step: Step) -> bool:
 )
 def a_free_dispatches_a_waiting_pinned_request(step: Step) -> bool:
     """Freeing a booking dispatches a request pinned to that worker."""
-    return isinstance(step.op, Free) and any(
-        _request(step.after, rid).pinned for rid in _newly_ended(step, "dispatched")
-    )
+    return isinstance(step.op, Free) and _a_pinned_request_was_dispatched(step)
 
 
 @register(
@@ -574,9 +579,7 @@ def a_free_dispatches_a_waiting_pinned_request(step: Step) -> bool:
 )
 def a_capacity_change_dispatches_a_waiting_pinned_request(step: Step) -> bool:
     """A larger capacity dispatches a request pinned to a blocked lane."""
-    return isinstance(step.op, SetCapacity) and any(
-        _request(step.after, rid).pinned for rid in _newly_ended(step, "dispatched")
-    )
+    return isinstance(step.op, SetCapacity) and _a_pinned_request_was_dispatched(step)
 
 
 @register(
