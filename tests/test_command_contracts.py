@@ -117,7 +117,7 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.explore", ("--replay", "--profile", "ci"), "--profile: the replay command"),
     ("ci.explore", ("--picture", "--bound", "picture"), "draws its own bound"),
     ("ci.replay", ("{surrogate}",), "not valid Unicode (a lone surrogate): '\\ud800'"),
-    ("ci.replay", ("{latin1}",), "cannot read: 'utf-8' codec can't decode"),
+    ("ci.replay", ("{latin1}",), "latin1.json: not UTF-8 (byte 14: 0xe9)"),
     ("ci.replay", ("/dev/zero",), "more than the cap of"),
     ("ci.replay.minimize", ("{surrogate}", "--out", "{file}.min"), "lone surrogate"),
     (

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from command_support import run_module
 
+from ci.inputs import InputError
 from ci.replay import history as history_files
 from ci.replay.artifacts import write_history_artifact
-from ci.replay.envelope import TraceError
 from model.affinity.history import Census, Event, History, ThreadOp
 from model.affinity.ops import (
     Acquire,
@@ -351,7 +351,7 @@ def test_a_malformed_history_is_refused_in_one_line(
     )
     assert callable(edit)
     path.write_text(edit(path.read_text()))
-    with pytest.raises(TraceError, match=problem):
+    with pytest.raises(InputError, match=problem):
         history_files.load(path)
     done = run_module("ci.replay", str(path), timeout_s=REPLAY_TIMEOUT_S)
     assert done.returncode == 2
@@ -416,7 +416,7 @@ def test_a_malformed_publication_or_format_is_refused_in_one_line(
     edited = edit(path.read_text())
     assert edited != path.read_text(), "the edit applies"
     path.write_text(edited)
-    with pytest.raises(TraceError, match=problem):
+    with pytest.raises(InputError, match=problem):
         history_files.load(path)
     done = run_module("ci.replay", str(path), timeout_s=REPLAY_TIMEOUT_S)
     assert (done.returncode, len(done.stderr.strip().splitlines())) == (2, 1)
@@ -433,7 +433,7 @@ def test_publications_out_of_the_sinks_order_are_refused(tmp_path: Path) -> None
         ),
     )
     path = history_files.save(history_files.record(run, "x"), tmp_path / "h.json")
-    with pytest.raises(TraceError, match="out of the sink's order"):
+    with pytest.raises(InputError, match="out of the sink's order"):
         history_files.load(path)
 
 
@@ -445,7 +445,7 @@ def test_a_call_after_a_pending_call_on_its_thread_is_refused(tmp_path: Path) ->
         call(0, 4, 5, Query("s0"), Target(1)),
     )
     path = history_files.save(history_files.record(run, "x"), tmp_path / "h.json")
-    with pytest.raises(TraceError, match="a call follows a pending call"):
+    with pytest.raises(InputError, match="a call follows a pending call"):
         history_files.load(path)
     done = run_module("ci.replay", str(path), timeout_s=REPLAY_TIMEOUT_S)
     assert (done.returncode, len(done.stderr.strip().splitlines())) == (2, 1)

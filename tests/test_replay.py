@@ -161,7 +161,7 @@ def test_a_recorded_answer_the_model_no_longer_gives_is_noted(
     ("argv", "message"),
     [
         ([], "the following arguments are required: path"),
-        (["nowhere.json"], "nowhere.json: no such trace file"),
+        (["nowhere.json"], "nowhere.json: no such file"),
         (["{trace}", "--sut", "cuda"], "argument --sut: invalid choice: 'cuda'"),
         (["{trace}", "--canary", "nope"], "unknown affinity canary 'nope' (known: "),
         (["{trace}", "--canary", "late_expiry", "--sut", "model"], "--canary"),
@@ -198,7 +198,7 @@ def test_a_malformed_trace_exits_two_with_one_line_and_no_traceback(
 
     assert EXIT_USAGE == status
     assert 1 == len(stderr.splitlines())
-    assert "step 3: op: unknown operation 'Acquir'" in stderr
+    assert "steps[2].op: unknown operation 'Acquir'" in stderr
 
 
 @pytest.mark.pinned

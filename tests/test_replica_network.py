@@ -19,11 +19,11 @@ from rich.console import Console
 
 from ci.canaries.replica import CANARIES
 from ci.gate import GateRun, summarize
+from ci.inputs import InputError
 from ci.profiles import CANARY_SETTINGS, replica_network_settings
 from ci.replay.artifacts import write_artifacts
 from ci.replay.command import EXIT_AGREE, EXIT_DIVERGED, EXIT_USAGE, replay
 from ci.replay.command import main as replay_main
-from ci.replay.envelope import TraceError
 from ci.replay.replica import KIND
 from ci.replay.trace import Trace, load, loads, save
 from model.affinity.ops import (
@@ -288,7 +288,7 @@ def test_a_trace_with_one_replica_is_refused_naming_the_field() -> None:
     document = json.loads(_record().dumps())
     document["replicas"] = 1
 
-    with pytest.raises(TraceError) as refused:
+    with pytest.raises(InputError) as refused:
         loads(json.dumps(document))
 
     assert "replicas" in str(refused.value)

@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from ci.inputs import InputError
 from ci.replay.affinity import OPS, decode_value, encode_value, record
-from ci.replay.envelope import SCHEMA_VERSION, TraceError, crate_version
+from ci.replay.envelope import SCHEMA_VERSION, crate_version
 from ci.replay.trace import Trace, load, loads, save
 from model.affinity.ops import (
     OP_TYPES,
@@ -276,31 +277,31 @@ MALFORMED: dict[str, tuple[Edit, str]] = {
     ),
     "unknown operation": (
         _set(("steps", 1, "op", "op"), to="Acquir"),
-        "step 2: op: unknown operation 'Acquir'",
+        "steps[1].op: unknown operation 'Acquir'",
     ),
     "missing operation field": (
         _delete(("steps", 1, "op", "session_id")),
-        "step 2: op: Acquire: missing field 'session_id'",
+        "steps[1].op: missing field 'session_id'",
     ),
     "extra operation field": (
         _set(("steps", 1, "op", "worker"), to=1),
-        "step 2: op: Acquire: unknown field 'worker'",
+        "steps[1].op: unknown field 'worker'",
     ),
     "string where an integer belongs": (
         _set(("steps", 3, "op", "waiter"), to="2"),
-        "step 4: op: PollWaiter.waiter: expected an integer, got string",
+        "steps[3].op.waiter: expected an integer, got string",
     ),
     "boolean where an integer belongs": (
         _set(("steps", 3, "op", "waiter"), to=True),
-        "step 4: op: PollWaiter.waiter: expected an integer, got boolean",
+        "steps[3].op.waiter: expected an integer, got boolean",
     ),
     "integer where a session id belongs": (
         _set(("steps", 1, "op", "session_id"), to=5),
-        "step 2: op: Acquire.session_id: expected a string, got integer",
+        "steps[1].op.session_id: expected a string, got integer",
     ),
     "target without a rank": (
         _delete(("steps", 4, "op", "target", "rank")),
-        "step 5: op: Join.target: missing field 'rank'",
+        "steps[4].op.target: missing field 'rank'",
     ),
     "TTL below one second": (
         _set(("config", "ttl_ns"), to=SECOND_NS - 1),
@@ -320,7 +321,7 @@ MALFORMED: dict[str, tuple[Edit, str]] = {
     ),
     "negative capacity": (
         _set(("config", "max_entries"), to=-1),
-        "config: invalid configuration: capacity and id limits must be non-negative",
+        "config.max_entries: -1 is outside 0..=18446744073709551615",
     ),
     "missing config field": (
         _delete(("config", "mode")),
@@ -351,7 +352,7 @@ MALFORMED: dict[str, tuple[Edit, str]] = {
     ),
     "a deleted step leaves a gap in the numbering": (
         _delete(("steps", 2)),
-        "step 3: index is 4; steps must be numbered 1, 2, 3, ... in order",
+        "steps[2]: index is 4; steps must be numbered 1, 2, 3, ... in order",
     ),
     "duplicate session id": (
         _set(("session_pool",), to=["a", "a"]),
@@ -359,19 +360,19 @@ MALFORMED: dict[str, tuple[Edit, str]] = {
     ),
     "an error outcome with a value": (
         _set(("steps", 13, "expected", "value"), to=1),
-        "step 14: expected: an outcome with an error has a null value",
+        "steps[13].expected: an outcome with an error has a null value",
     ),
     "unknown value type": (
         _set(("steps", 1, "expected", "value", "type"), to="Hold"),
-        "step 2: expected.value: unknown value type 'Hold'",
+        "steps[1].expected.value: unknown value type 'Hold'",
     ),
     "unknown replica outcome": (
         _set(("steps", 6, "expected", "value", "outcome"), to="Merged"),
-        "step 7: expected.value.outcome: unknown replica outcome 'Merged'",
+        "steps[6].expected.value.outcome: unknown replica outcome 'Merged'",
     ),
     "unknown entry state": (
         _set(("steps", 6, "model", "entries", "b", "state"), to="expired"),
-        "step 7: model.entries['b'].state: expected 'initializing' or 'bound'",
+        "steps[6].model.entries['b'].state: expected 'initializing' or 'bound'",
     ),
     "steps not a list": (
         _set(("steps",), to={}),
@@ -382,12 +383,12 @@ MALFORMED: dict[str, tuple[Edit, str]] = {
 
 @pytest.mark.parametrize("case", sorted(MALFORMED))
 def test_a_malformed_trace_is_refused_with_its_place_and_problem(case: str) -> None:
-    """Each hand-edit that breaks the format raises a `TraceError` naming it."""
+    """Each hand-edit that breaks the format raises an `InputError` naming it."""
     edit, message = MALFORMED[case]
     document = copy.deepcopy(_document())
     edit(document)
 
-    with pytest.raises(TraceError) as refused:
+    with pytest.raises(InputError) as refused:
         loads(json.dumps(document), "trace.json")
 
     assert str(refused.value).startswith(f"trace.json: {message}")
@@ -395,7 +396,7 @@ def test_a_malformed_trace_is_refused_with_its_place_and_problem(case: str) -> N
 
 def test_a_file_that_is_not_json_is_refused_with_its_line() -> None:
     """A syntax error names the line and column, not a traceback."""
-    with pytest.raises(TraceError) as refused:
+    with pytest.raises(InputError) as refused:
         loads('{"format":\n  oops}', "broken.json")
 
     assert str(refused.value).startswith("broken.json: line 2 column 3: not valid JSON")
@@ -403,10 +404,10 @@ def test_a_file_that_is_not_json_is_refused_with_its_line() -> None:
 
 def test_a_missing_file_is_refused_with_its_path(tmp_path: Path) -> None:
     """Loading a path that does not exist names the path."""
-    with pytest.raises(TraceError) as refused:
+    with pytest.raises(InputError) as refused:
         load(tmp_path / "nowhere.json")
 
-    assert f"{tmp_path / 'nowhere.json'}: no such trace file" == str(refused.value)
+    assert f"{tmp_path / 'nowhere.json'}: no such file" == str(refused.value)
 
 
 def test_an_unencodable_field_type_is_a_clear_error() -> None:

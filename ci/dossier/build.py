@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from ci.cli import UsageError
+from ci.inputs import InputError
 from ci.replay.command import BUILD_ERRORS, factory_for, replay
 from ci.replay.corpus import corpus_files
-from ci.replay.envelope import TraceError
 from ci.replay.trace import Trace, load, loads
 from properties import Property, properties
 from properties.citations import (
@@ -172,7 +172,7 @@ def corpus_witnesses(rows: Sequence[Row], files: Sequence[Path]) -> None:
     for path in files:
         try:
             trace = load(path)
-        except TraceError:
+        except InputError:
             continue
         replayed += len(trace.steps)
         if replayed > CORPUS_STEPS_MAX:

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from ci.replay.envelope import TraceError
+from ci.inputs import InputError
 from ci.replay.trace import kind_of
 from properties import get
 from stateful import evidence, stats
@@ -58,7 +58,7 @@ def write_finished() -> None:
         for name, witness in sorted(run.witnesses.items()):
             try:
                 trace = encode(name, witness, run.machine, run.subject)
-            except (TraceError, ValueError, TypeError) as error:
+            except (InputError, ValueError, TypeError) as error:
                 problems[name] = f"{type(error).__name__}: {error}"
                 continue
             witnesses[name] = {

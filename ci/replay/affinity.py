@@ -32,14 +32,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Literal, get_args
 
-from ci.replay.codec import Codec, OpCodec, outcome_codec
-from ci.replay.envelope import (
-    TraceError,
+from ci.inputs import (
+    U32_MAX,
+    U64_MAX,
+    USIZE_MAX,
     expect_int,
     expect_list,
     expect_object,
     expect_optional,
     expect_str,
+)
+from ci.replay.codec import Bounds, Codec, OpCodec, outcome_codec
+from ci.replay.envelope import (
+    TraceError,
 )
 from ci.replay.trace import Factory, Trace, TraceKind
 from model.affinity.ops import (
@@ -80,6 +85,17 @@ OPTIONAL_CONFIG_KEYS: Final[frozenset[str]] = frozenset({"instant_range_ns"})
 """Manual clock only: where the `Instant` range ends (absent: unbounded)."""
 REAPINGS: Final[tuple[str, ...]] = get_args(Reaping)
 SESSION_POOL_MAX: Final[int] = 1_000
+U64: Final[Bounds] = (0, U64_MAX)
+U32: Final[Bounds] = (0, U32_MAX)
+USIZE: Final[Bounds] = (0, USIZE_MAX)
+OP_RANGES: Final[Mapping[str, Bounds]] = {
+    "handle": U64,
+    "sequence": U64,
+    "waiter": U64,
+    "writer_id": U64,
+}
+"""What the binding's `u64` arguments hold (impl/src/affinity.rs); `now_ns` is
+left to the model, which refuses a clock the binding cannot name itself."""
 
 
 # ---- in-memory form ----------------------------------------------------------
@@ -162,15 +178,17 @@ def decode_config(value: object, where: str = "config") -> AffinityConfig:
             f"{where}.reaping", f"unknown reaping {reaping!r} (known: {known})"
         )
     config = AffinityConfig(
-        ttl_ns=expect_int(raw["ttl_ns"], f"{where}.ttl_ns"),
+        ttl_ns=expect_int(raw["ttl_ns"], f"{where}.ttl_ns", *U64),
         mode=Mode(mode),
-        max_entries=expect_int(raw["max_entries"], f"{where}.max_entries"),
+        max_entries=expect_int(raw["max_entries"], f"{where}.max_entries", *USIZE),
         max_session_id_bytes=expect_int(
-            raw["max_session_id_bytes"], f"{where}.max_session_id_bytes"
+            raw["max_session_id_bytes"], f"{where}.max_session_id_bytes", *USIZE
         ),
         reaping=typing.cast("Reaping", reaping),
         instant_range_ns=expect_optional(
-            raw.get("instant_range_ns"), f"{where}.instant_range_ns", expect_int
+            raw.get("instant_range_ns"),
+            f"{where}.instant_range_ns",
+            lambda value, at: expect_int(value, at, *U64),
         ),
     )
     check_config(config, where)
@@ -201,8 +219,10 @@ def decode_target(value: object, where: str) -> Target:
     """A `Target` object."""
     raw = expect_object(value, where, frozenset({"worker", "rank"}))
     return Target(
-        worker=expect_int(raw["worker"], f"{where}.worker"),
-        rank=expect_optional(raw["rank"], f"{where}.rank", expect_int),
+        worker=expect_int(raw["worker"], f"{where}.worker", *U64),
+        rank=expect_optional(
+            raw["rank"], f"{where}.rank", lambda value, at: expect_int(value, at, *U32)
+        ),
     )
 
 
@@ -215,8 +235,8 @@ def decode_version(value: object, where: str) -> Version:
     """A `Version` object."""
     raw = expect_object(value, where, frozenset({"sequence", "writer"}))
     return Version(
-        sequence=expect_int(raw["sequence"], f"{where}.sequence"),
-        writer=expect_int(raw["writer"], f"{where}.writer"),
+        sequence=expect_int(raw["sequence"], f"{where}.sequence", *U64),
+        writer=expect_int(raw["writer"], f"{where}.writer", *U64),
     )
 
 
@@ -360,6 +380,7 @@ OPS: Final[OpCodec] = OpCodec(
         Target: (encode_target, decode_target),
         Version: (encode_version, decode_version),
     },
+    OP_RANGES,
 )
 
 

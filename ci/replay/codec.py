@@ -8,6 +8,12 @@ a `Literal` as one of its values; any other type through the codec a subject
 registers for it (a `Target`; a `Dispatch` through `dataclass_codec`, an
 object of its fields). A new operation therefore needs no change here unless
 it introduces a new field type.
+
+An integer field may carry bounds, by field name (`ranges`): what the binding
+can represent (a worker is a `u64`, a rank a `u32`) where the model does not
+refuse the value itself. A trace outside them is refused when it is read
+(`InputError`, exit 2) -- never replayed into a divergence that only says the
+binding could not convert the value.
 """
 
 from __future__ import annotations
@@ -19,8 +25,7 @@ from dataclasses import fields
 from types import NoneType, UnionType
 from typing import Any, Final, Literal, get_args, get_origin, get_type_hints
 
-from ci.replay.envelope import (
-    TraceError,
+from ci.inputs import (
     expect_bool,
     expect_int,
     expect_list,
@@ -29,10 +34,16 @@ from ci.replay.envelope import (
     expect_str,
     type_name,
 )
+from ci.replay.envelope import (
+    TraceError,
+)
 
 Decoder = Callable[[object, str], Any]
 Encoder = Callable[[Any], Any]
 Codec = tuple[Encoder, Decoder]
+Bounds = tuple[int, int]
+"""An integer field's inclusive range."""
+NO_RANGES: Final[Mapping[str, Bounds]] = {}
 
 NON_FINITE: Final[dict[str, float]] = {
     "inf": math.inf,
@@ -86,10 +97,28 @@ def _literal_decoder(allowed: tuple[object, ...]) -> Decoder:
     return decode
 
 
-def dataclass_codec(cls: type, registered: Mapping[type, Codec]) -> Codec:
+def _bounded_int(bounds: Bounds | None) -> Decoder:
+    if bounds is None:
+        return expect_int
+    low, high = bounds
+
+    def decode(value: object, where: str) -> int:
+        return expect_int(value, where, low, high)
+
+    return decode
+
+
+def dataclass_codec(
+    cls: type,
+    registered: Mapping[type, Codec],
+    ranges: Mapping[str, Bounds] = NO_RANGES,
+) -> Codec:
     """A frozen dataclass as an object with one key per field, strictly."""
     hints = get_type_hints(cls)
-    spec = [(f.name, *codec_for(hints[f.name], registered)) for f in fields(cls)]
+    spec = [
+        (f.name, *codec_for(hints[f.name], registered, ranges.get(f.name)))
+        for f in fields(cls)
+    ]
     keys = frozenset(name for name, _, _ in spec)
 
     def encode(value: Any) -> dict[str, Any]:
@@ -104,10 +133,12 @@ def dataclass_codec(cls: type, registered: Mapping[type, Codec]) -> Codec:
     return encode, decode
 
 
-def codec_for(annotation: object, registered: Mapping[type, Codec]) -> Codec:
-    """How a field of this annotation is written and read."""
+def codec_for(
+    annotation: object, registered: Mapping[type, Codec], bounds: Bounds | None = None
+) -> Codec:
+    """How a field of this annotation is written and read (ints within `bounds`)."""
     basic: dict[object, Codec] = {
-        int: (_same, expect_int),
+        int: (_same, _bounded_int(bounds)),
         str: (_same, expect_str),
         bool: (_same, expect_bool),
         float: (encode_float, decode_float),
@@ -120,11 +151,11 @@ def codec_for(annotation: object, registered: Mapping[type, Codec]) -> Codec:
         return _same, _literal_decoder(get_args(annotation))
     if get_origin(annotation) is frozenset:
         (member,) = get_args(annotation)
-        return _set_codec(*codec_for(member, registered))
+        return _set_codec(*codec_for(member, registered, bounds))
     if get_origin(annotation) in (UnionType, typing.Union):
         members = [arg for arg in get_args(annotation) if arg is not NoneType]
         if len(members) == 1 and len(get_args(annotation)) == 2:
-            encode, decode = codec_for(members[0], registered)
+            encode, decode = codec_for(members[0], registered, bounds)
 
             def encode_optional(value: Any) -> Any:
                 return None if value is None else encode(value)
@@ -140,13 +171,26 @@ class OpCodec:
     """Encodes and decodes one subject's operations by class name."""
 
     def __init__(
-        self, op_types: Sequence[type], registered: Mapping[type, Codec]
+        self,
+        op_types: Sequence[type],
+        registered: Mapping[type, Codec],
+        ranges: Mapping[str, Bounds] = NO_RANGES,
     ) -> None:
-        """Build each operation's field codecs (once, at import)."""
+        """Build each operation's field codecs (once, at import).
+
+        `ranges` bounds integer fields by name, in every operation.
+        """
         self.by_name: dict[str, type] = {op.__name__: op for op in op_types}
         self.fields: dict[str, tuple[tuple[str, Encoder, Decoder], ...]] = {
             name: tuple(
-                (field.name, *codec_for(get_type_hints(op)[field.name], registered))
+                (
+                    field.name,
+                    *codec_for(
+                        get_type_hints(op)[field.name],
+                        registered,
+                        ranges.get(field.name),
+                    ),
+                )
                 for field in fields(op)
             )
             for name, op in sorted(self.by_name.items())
@@ -168,12 +212,9 @@ class OpCodec:
             known = ", ".join(sorted(self.by_name))
             raise TraceError(where, f"unknown operation {name!r} (known: {known})")
         spec = self.fields[name]
-        raw = expect_object(
-            value, f"{where}: {name}", frozenset({"op"} | {f for f, _, _ in spec})
-        )
+        raw = expect_object(value, where, frozenset({"op"} | {f for f, _, _ in spec}))
         arguments = {
-            field: decode(raw[field], f"{where}: {name}.{field}")
-            for field, _, decode in spec
+            field: decode(raw[field], f"{where}.{field}") for field, _, decode in spec
         }
         return self.by_name[name](**arguments)
 

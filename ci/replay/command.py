@@ -43,8 +43,9 @@ from rich.table import Table
 from rich.text import Text
 
 from ci.cli import OneLineParser, UsageError
+from ci.inputs import InputError
 from ci.replay import history
-from ci.replay.envelope import TraceError, crate_version
+from ci.replay.envelope import crate_version
 from ci.replay.rust.emit import (
     ExportError,
     export,
@@ -59,6 +60,7 @@ from model.errors import (
     UnsupportedError,
 )
 from properties import get
+from stateful.concurrent_affinity import OutOfDomainError
 from stateful.harness import StepReport
 
 PROG: Final[str] = "ci.replay"
@@ -368,7 +370,13 @@ def replay_history(
     out = console or Console(
         width=None if sys.stdout.isatty() else CONSOLE_WIDTH_MIN, highlight=False
     )
-    return EXIT_AGREE if history.replay(found, out) else EXIT_DIVERGED
+    try:
+        agreed = history.replay(found, out)
+    except OutOfDomainError as error:  # checked before anything is printed
+        raise InputError(
+            str(file), "steps", f"outside the specification's domain: {error}"
+        ) from None
+    return EXIT_AGREE if agreed else EXIT_DIVERGED
 
 
 def trace_of(arguments: argparse.Namespace) -> Trace:
@@ -395,7 +403,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
             return EXIT_AGREE
         factory, label = factory_for(trace.kind, arguments.sut, arguments.canary)
         result = replay(trace, factory, label)
-    except (UsageError, TraceError) as error:
+    except (UsageError, InputError) as error:
         err.print(f"{PROG}: error: {error}", markup=False)
         return EXIT_USAGE
     out = console or Console(

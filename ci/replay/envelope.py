@@ -45,6 +45,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from ci import inputs
+from ci.inputs import (
+    InputError,
+    expect_int,
+    expect_list,
+    expect_object,
+    expect_str,
+    parse_json,
+    type_name,
+)
+
 FORMAT: Final[str] = "dynamo-verify-trace"
 SCHEMA_VERSION: Final[int] = 1
 PACKAGE: Final[str] = "dynamo-affinity-verify"
@@ -69,23 +80,27 @@ STEPS_MAX: Final[int] = 100_000
 TRACE_BYTES_MAX: Final[int] = 64 * 1024 * 1024
 
 
-class TraceError(ValueError):
-    """A trace file is malformed; the message names the place and the problem."""
+class TraceError(InputError):
+    """A trace file is malformed; the message names the file, the field, the problem.
+
+    The trace formats' own name for `ci.inputs.InputError`, in the argument
+    order of the trace decoders: where (a JSON path such as `steps[2].op`),
+    what went wrong, and the file.
+    """
 
     def __init__(self, where: str, problem: str, source: str = "") -> None:
-        """Remember where (e.g. `step 3`), what went wrong, and in which file."""
-        self.where = where
-        self.problem = problem
-        self.source = source
-        super().__init__(self._text())
+        """Remember where (e.g. `steps[2]`), what went wrong, and in which file."""
+        super().__init__(source, where, problem)
 
-    def _text(self) -> str:
-        place = ": ".join(part for part in (self.source, self.where) if part)
-        return f"{place}: {self.problem}" if place else self.problem
+    @property
+    def where(self) -> str:
+        """The field's JSON path."""
+        return self.field
 
-    def in_file(self, source: str) -> TraceError:
-        """The same error, naming the file it came from."""
-        return TraceError(self.where, self.problem, source)
+    @property
+    def source(self) -> str:
+        """The file, or "" before it is known."""
+        return self.path
 
 
 @dataclass(frozen=True)
@@ -113,78 +128,6 @@ def crate_version() -> str:
     except ImportError:
         return "unknown"
     return str(adapter.CRATE_VERSION)
-
-
-# ---- reading JSON with a place attached to every error ----------------------
-
-
-def type_name(value: object) -> str:
-    """The JSON name of a decoded value's type, for error messages."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    return "object"
-
-
-def expect_object(
-    value: object,
-    where: str,
-    required: frozenset[str],
-    optional: frozenset[str] = frozenset(),
-) -> dict[str, Any]:
-    """`value` as an object with exactly the `required` keys (plus `optional`)."""
-    if not isinstance(value, dict):
-        raise TraceError(where, f"expected an object, got {type_name(value)}")
-    missing = sorted(required - value.keys())
-    if missing:
-        raise TraceError(where, f"missing field {missing[0]!r}")
-    unknown = sorted(value.keys() - required - optional)
-    if unknown:
-        known = ", ".join(sorted(required | optional))
-        raise TraceError(where, f"unknown field {unknown[0]!r} (known: {known})")
-    return value
-
-
-def expect_int(value: object, where: str) -> int:
-    """`value` as an integer (a JSON boolean is not one)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TraceError(where, f"expected an integer, got {type_name(value)}")
-    return value
-
-
-def expect_str(value: object, where: str) -> str:
-    """`value` as a string."""
-    if not isinstance(value, str):
-        raise TraceError(where, f"expected a string, got {type_name(value)}")
-    return value
-
-
-def expect_bool(value: object, where: str) -> bool:
-    """`value` as a boolean."""
-    if not isinstance(value, bool):
-        raise TraceError(where, f"expected a boolean, got {type_name(value)}")
-    return value
-
-
-def expect_list(value: object, where: str) -> list[Any]:
-    """`value` as an array."""
-    if not isinstance(value, list):
-        raise TraceError(where, f"expected an array, got {type_name(value)}")
-    return value
-
-
-def expect_optional(value: object, where: str, read: Any) -> Any:
-    """`None` for JSON null, else `read(value, where)`."""
-    return None if value is None else read(value, where)
 
 
 # ---- the envelope ------------------------------------------------------------
@@ -237,15 +180,16 @@ def read_steps(
         raise TraceError("steps", f"{len(raw)} steps exceed the cap of {STEPS_MAX}")
     steps = []
     for position, item in enumerate(raw, start=1):
-        step = expect_object(item, f"step {position}", keys, optional_keys)
-        index = expect_int(step["index"], f"step {position}: index")
+        at = f"steps[{position - 1}]"
+        step = expect_object(item, at, keys, optional_keys)
+        index = expect_int(step["index"], f"{at}.index")
         if index != position:
             raise TraceError(
-                f"step {position}",
+                at,
                 f"index is {index}; steps must be numbered 1, 2, 3, ... in order",
             )
         if "comment" in step:
-            expect_str(step["comment"], f"step {position}: comment")
+            expect_str(step["comment"], f"{at}.comment")
         steps.append(step)
     return steps
 
@@ -277,38 +221,10 @@ def trace_path(path: Path) -> Path:
 
 
 def parse(text: str, source: str = "") -> object:
-    """Parse JSON text; a syntax error becomes a `TraceError` with its line."""
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise TraceError(
-            f"line {error.lineno} column {error.colno}",
-            f"not valid JSON: {error.msg}",
-            source,
-        ) from None
-    try:  # JSON escapes can spell a lone surrogate, which no UTF-8 text holds
-        json.dumps(document, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError as error:
-        reason = "text that is not valid Unicode (a lone surrogate)"
-        raise TraceError(
-            "", f"{reason}: {error.object[error.start : error.end]!a}", source
-        ) from None
-    return document
+    """Parse JSON text strictly (`ci.inputs.parse_json`)."""
+    return parse_json(text, source)
 
 
 def read_text(path: Path) -> str:
-    """A trace file's text; unreadable or oversized files are a `TraceError`."""
-    file = trace_path(path)
-    try:
-        # A bounded read: a device file or a pipe reports no size worth trusting.
-        with file.open("rb") as stream:
-            data = stream.read(TRACE_BYTES_MAX + 1)
-        if len(data) > TRACE_BYTES_MAX:
-            raise TraceError(
-                "", f"more than the cap of {TRACE_BYTES_MAX} bytes", str(file)
-            )
-        return data.decode("utf-8")
-    except FileNotFoundError:
-        raise TraceError("", "no such trace file", str(file)) from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise TraceError("", f"cannot read: {error}", str(file)) from None
+    """A trace file's text, bounded and UTF-8 (`ci.inputs.read_text`)."""
+    return inputs.read_text(trace_path(path), TRACE_BYTES_MAX)

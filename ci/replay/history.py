@@ -50,6 +50,17 @@ from typing import Any, Final, get_args
 from rich.console import Console
 from rich.table import Table
 
+from ci.inputs import (
+    U64_MAX,
+    USIZE_MAX,
+    InputError,
+    expect_bool,
+    expect_int,
+    expect_list,
+    expect_object,
+    expect_optional,
+    expect_str,
+)
 from ci.replay.affinity import (
     OPS,
     OUTCOMES,
@@ -65,12 +76,6 @@ from ci.replay.envelope import (
     TraceError,
     crate_version,
     dumps,
-    expect_bool,
-    expect_int,
-    expect_list,
-    expect_object,
-    expect_optional,
-    expect_str,
     parse,
     read_header,
     read_steps,
@@ -231,12 +236,10 @@ def _decode_census(value: object, where: str) -> Census:
         pair = expect_list(item, at)
         if len(pair) != 2:
             raise TraceError(at, "expected [session id, lease count or null]")
-        pairs.append(
-            (expect_str(pair[0], at), expect_optional(pair[1], at, expect_int))
-        )
+        pairs.append((expect_str(pair[0], at), expect_optional(pair[1], at, _count)))
     return Census(
-        now_ns=expect_int(raw["now_ns"], f"{where}.now_ns"),
-        entry_count=expect_int(raw["entry_count"], f"{where}.entry_count"),
+        now_ns=_instant(raw["now_ns"], f"{where}.now_ns"),
+        entry_count=_count(raw["entry_count"], f"{where}.entry_count"),
         lease_counts=tuple(pairs),
         targets=expect_optional(raw["targets"], f"{where}.targets", _decode_targets),
         next_version=expect_optional(
@@ -281,6 +284,11 @@ def _check_history_format(document: dict[str, Any]) -> None:
         )
 
 
+def _count(value: object, where: str) -> int:
+    """A count the binding returned: a `usize`."""
+    return expect_int(value, where, 0, USIZE_MAX)
+
+
 def _instant(value: object, where: str) -> int:
     instant = expect_int(value, where)
     if not 0 <= instant < INSTANT_END:
@@ -315,7 +323,11 @@ def decode(document: object) -> HistoryFile:
     header = read_header(document, SUBJECT_KEYS)
     if header.subject != SUBJECT:
         raise TraceError("subject", f"expected {SUBJECT!r}, got {header.subject!r}")
-    writer_id = expect_optional(document["writer_id"], "writer_id", expect_int)
+    writer_id = expect_optional(
+        document["writer_id"],
+        "writer_id",
+        lambda value, at: expect_int(value, at, 0, U64_MAX),
+    )
     threads = expect_int(document["threads"], "threads")
     if not 1 <= threads <= THREADS_MAX:
         raise TraceError("threads", f"{threads} is outside 1..{THREADS_MAX}")
@@ -329,28 +341,28 @@ def decode(document: object) -> HistoryFile:
         raise TraceError("reaper_count", f"unknown reading {reaper_count!r} ({known})")
     events = []
     for step in read_steps(document, EVENT_KEYS, EVENT_OPTIONAL_KEYS):
-        at = f"step {step['index']}"
-        thread = expect_int(step["thread"], f"{at}: thread")
+        at = f"steps[{step['index'] - 1}]"
+        thread = expect_int(step["thread"], f"{at}.thread")
         if not 0 <= thread < threads:
-            raise TraceError(f"{at}: thread", f"{thread} is not one of {threads}")
-        invoked = _instant(step["invoked"], f"{at}: invoked")
-        returned = _instant(step["returned"], f"{at}: returned")
+            raise TraceError(f"{at}.thread", f"{thread} is not one of {threads}")
+        invoked = _instant(step["invoked"], f"{at}.invoked")
+        returned = _instant(step["returned"], f"{at}.returned")
         if returned < invoked:
             raise TraceError(at, "returned before it was invoked")
         published = _decode_published(
-            step["published"], f"{at}: published", invoked, returned
+            step["published"], f"{at}.published", invoked, returned
         )
         if published and writer_id is None:
-            raise TraceError(f"{at}: published", "a run without a sink published")
+            raise TraceError(f"{at}.published", "a run without a sink published")
         events.append(
             Event(
                 thread=thread,
-                index=expect_int(step["program_index"], f"{at}: program_index"),
+                index=_count(step["program_index"], f"{at}.program_index"),
                 invoked=invoked,
                 returned=returned,
-                call=OPS.decode(step["op"], f"{at}: op"),
-                outcome=OUTCOMES[1](step["expected"], f"{at}: expected"),
-                pending=expect_bool(step.get("pending", False), f"{at}: pending"),
+                call=OPS.decode(step["op"], f"{at}.op"),
+                outcome=OUTCOMES[1](step["expected"], f"{at}.expected"),
+                pending=expect_bool(step.get("pending", False), f"{at}.pending"),
                 published=tuple(item for _, item in published),
                 published_at=tuple(instant for instant, _ in published),
             )
@@ -382,7 +394,7 @@ def minimal_file(path: Path) -> Path | None:
         return None
     try:
         document = parse(read_text(file), str(file))
-    except TraceError:
+    except InputError:
         return None
     return file if is_history(document) else None
 
@@ -392,7 +404,7 @@ def load(file: Path) -> HistoryFile:
     source = str(file)
     try:
         return decode(parse(read_text(file), source))
-    except TraceError as error:
+    except InputError as error:
         raise error.in_file(source) from None
 
 

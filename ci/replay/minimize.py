@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Final
 
 from ci.cli import UsageError, output_file
+from ci.inputs import InputError
 from ci.replay.command import build_parser, factory_for, replay
-from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, Trace, load, save
 
 REPLAYS_MAX: Final[int] = 5_000
@@ -141,7 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         trace = load(arguments.path)
         factory, label = factory_for(trace.kind, arguments.sut, arguments.canary)
         minimal, replays = minimize(trace, factory)
-    except (UsageError, TraceError) as error:
+    except (UsageError, InputError) as error:
         print(f"ci.replay.minimize: error: {error}", file=sys.stderr)
         return 2
     except MinimizeError as error:

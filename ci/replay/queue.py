@@ -35,7 +35,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ci.inputs import (
+    U32_MAX,
+    U64_MAX,
+    USIZE_MAX,
+    expect_bool,
+    expect_int,
+    expect_list,
+    expect_object,
+    expect_optional,
+    expect_str,
+)
 from ci.replay.codec import (
+    Bounds,
     Codec,
     OpCodec,
     codec_for,
@@ -44,12 +56,6 @@ from ci.replay.codec import (
 )
 from ci.replay.envelope import (
     TraceError,
-    expect_bool,
-    expect_int,
-    expect_list,
-    expect_object,
-    expect_optional,
-    expect_str,
 )
 from ci.replay.trace import Factory, TraceKind
 from model.errors import PolicyConfigError, QueueUsageError
@@ -88,10 +94,30 @@ PROFILE_KEYS: Final[frozenset[str]] = frozenset(
 )
 CLASSES_MAX: Final[int] = 64
 
+U64: Final[Bounds] = (0, U64_MAX)
+U32: Final[Bounds] = (0, U32_MAX)
+USIZE: Final[Bounds] = (0, USIZE_MAX)
 _WORKER: Final[Codec] = dataclass_codec(Worker, {})
+"""A placement's worker: out of range it is the model's refusal to state."""
 _REGISTERED: dict[type, Codec] = {Worker: _WORKER}
-_REGISTERED[Dispatch] = dataclass_codec(Dispatch, _REGISTERED)
-_CONFIG: Final[Codec] = dataclass_codec(ClassConfig, _REGISTERED)
+_REGISTERED[Dispatch] = dataclass_codec(
+    Dispatch,
+    {Worker: dataclass_codec(Worker, {}, {"worker_id": U64, "dp_rank": U32})},
+    {"paused_classes": USIZE},
+)
+"""`pop_next(saturated: Vec<(u64, u32)>, ..., paused_classes: Vec<usize>)`
+(impl/src/queue.rs): values the binding cannot convert are refused on reading."""
+_CONFIG: Final[Codec] = dataclass_codec(
+    ClassConfig,
+    _REGISTERED,
+    {
+        "quantum": USIZE,
+        "request_queue_limit_per_worker": USIZE,
+        "raw_isl_token_queue_limit_per_worker": USIZE,
+        "cached_token_queue_limit_per_worker": USIZE,
+    },
+)
+"""`PolicyClassConfig`'s `usize` fields (the crate's policy_config.rs)."""
 _POLICY: Final[Codec] = codec_for(QueuePolicy, _REGISTERED)
 VALUES: Final[dict[str, tuple[type, Codec]]] = {
     cls.__name__: (cls, dataclass_codec(cls, _REGISTERED))

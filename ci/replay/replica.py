@@ -33,6 +33,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from ci.inputs import (
+    expect_bool,
+    expect_int,
+    expect_list,
+    expect_object,
+    expect_str,
+)
 from ci.replay.affinity import (
     KIND as AFFINITY_KIND,
 )
@@ -65,11 +72,6 @@ from ci.replay.affinity import (
 from ci.replay.codec import Codec, OpCodec
 from ci.replay.envelope import (
     TraceError,
-    expect_bool,
-    expect_int,
-    expect_list,
-    expect_object,
-    expect_str,
 )
 from ci.replay.trace import Factory, Trace, TraceKind
 from model.affinity.ops import Abort, Commit, Invalidate, Outcome, PollWaiter, Release

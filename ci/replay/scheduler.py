@@ -19,18 +19,22 @@ Each step:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ci.replay.codec import Codec, OpCodec, outcome_codec
-from ci.replay.envelope import (
-    TraceError,
+from ci.inputs import (
+    U64_MAX,
+    USIZE_MAX,
     expect_bool,
     expect_int,
     expect_list,
     expect_object,
     expect_str,
+)
+from ci.replay.codec import Bounds, Codec, OpCodec, outcome_codec
+from ci.replay.envelope import (
+    TraceError,
 )
 from ci.replay.trace import Factory, TraceKind
 from model.scheduler.ops import (
@@ -53,7 +57,20 @@ from stateful.scheduler_subject import (
 SUBJECT: Final[str] = "scheduler"
 SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"workers"})
 WORKERS_MAX: Final[int] = 16
-OPS: Final[OpCodec] = OpCodec(SCHEDULER_OP_TYPES, {})
+NS_PER_MS: Final[int] = 1_000_000
+CLOCK_MS_MAX: Final[int] = 86_400_000
+"""The binding's scheduler clock stops at one day (`CLOCK_NS_MAX` in
+impl/src/scheduler.rs): a program whose steps add up past it is refused."""
+OP_RANGES: Final[Mapping[str, Bounds]] = {
+    "worker": (0, U64_MAX),
+    "isl_tokens": (0, USIZE_MAX),
+    "tokens": (0, U64_MAX),
+    "delta_ms": (0, CLOCK_MS_MAX),
+    "due_ms": (0, U64_MAX // NS_PER_MS),
+}
+"""What the binding's arguments hold (`schedule(.., isl_tokens: usize, due_ns:
+Option<u64>)`, `set_capacity(worker, tokens: u64)`; due times in ns)."""
+OPS: Final[OpCodec] = OpCodec(SCHEDULER_OP_TYPES, {}, OP_RANGES)
 
 
 def _encode_value(value: object) -> object:
@@ -80,12 +97,31 @@ def decode_workers(value: object, where: str = "workers") -> SchedulerConfig:
             f"expected 1 to {WORKERS_MAX} workers, got {len(listed)}",
         )
     capacities = tuple(
-        expect_int(item, f"{where}.capacities_tokens[{index}]")
+        expect_int(item, f"{where}.capacities_tokens[{index}]", 0, U64_MAX)
         for index, item in enumerate(listed)
     )
-    if any(capacity < 0 for capacity in capacities):
-        raise TraceError(f"{where}.capacities_tokens", "a capacity is negative")
     return SchedulerConfig(capacities_tokens=capacities)
+
+
+def check_program(setup: SchedulerConfig, ops: Sequence[Any]) -> None:
+    """Workers the scheduler has, and a clock within the binding's day."""
+    workers = len(setup.capacities_tokens)
+    now_ms = 0
+    for position, op in enumerate(ops):
+        at = f"steps[{position}].op"
+        worker = getattr(op, "worker", None)
+        if worker is not None and worker >= workers:
+            raise TraceError(
+                f"{at}.worker", f"{worker} is not one of the {workers} workers"
+            )
+        if isinstance(op, Advance):
+            now_ms += op.delta_ms
+            if now_ms > CLOCK_MS_MAX:
+                raise TraceError(
+                    f"{at}.delta_ms",
+                    f"the clock reaches {now_ms} ms, past the binding's "
+                    f"{CLOCK_MS_MAX} ms",
+                )
 
 
 @dataclass(frozen=True)
@@ -198,6 +234,10 @@ class SchedulerKind(TraceKind):
     def decode_setup(self, document: dict[str, Any]) -> SchedulerConfig:
         """The workers' capacities."""
         return decode_workers(document["workers"])
+
+    def check_program(self, setup: SchedulerConfig, ops: Sequence[Any]) -> None:
+        """`check_program`: known workers, a clock within the binding's day."""
+        check_program(setup, ops)
 
     def project(self, model: Any) -> Projection:
         """Clock, parked and booked ids, blocked lanes, counters."""

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ci import subjects
+from ci.inputs import InputError
 from ci.replay.codec import Codec, OpCodec
 from ci.replay.envelope import (
     STEPS_MAX,
@@ -152,6 +153,14 @@ class TraceKind(ABC):
         """A returned value in a replay table cell."""
         return repr(value)
 
+    def check_program(self, setup: Any, ops: Sequence[Any]) -> None:
+        """Refuse a program the binding cannot run (a `TraceError` naming the step).
+
+        Ranges of single fields are the codec's (`ci.replay.codec`); this is
+        for what depends on the setup or on earlier steps. By default, nothing.
+        """
+        del setup, ops
+
     def rebuild(self, trace: Trace, keep: Sequence[int]) -> list[tuple[int, Any]]:
         """The kept steps (0-based) as a program; by default, unchanged."""
         return [(position, trace.steps[position].op) for position in keep]
@@ -181,16 +190,17 @@ class TraceKind(ABC):
         setup = self.decode_setup(document)
         steps = []
         for step in read_steps(document):
-            at = f"step {step['index']}"
+            at = f"steps[{step['index'] - 1}]"
             steps.append(
                 RecordedStep(
                     index=step["index"],
-                    op=self.ops.decode(step["op"], f"{at}: op"),
-                    expected=self.outcomes[1](step["expected"], f"{at}: expected"),
-                    model=self.projections[1](step["model"], f"{at}: model"),
+                    op=self.ops.decode(step["op"], f"{at}.op"),
+                    expected=self.outcomes[1](step["expected"], f"{at}.expected"),
+                    model=self.projections[1](step["model"], f"{at}.model"),
                     comment=step.get("comment", ""),
                 )
             )
+        self.check_program(setup, [step.op for step in steps])
         return Trace(header, setup, tuple(steps))
 
     def record(
@@ -236,7 +246,7 @@ def loads(text: str, source: str = "") -> Trace:
     document = parse(text, source)
     try:
         return kind_of(subject_of(document, subjects.names())).decode(document)
-    except TraceError as error:
+    except InputError as error:
         raise error.in_file(source) from None
 
 

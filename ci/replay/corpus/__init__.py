@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Final
 
+from ci.inputs import InputError
 from ci.replay.affinity import record
 from ci.replay.corpus.queue_scenarios import (
     QUEUE_SCENARIOS,
@@ -23,7 +24,6 @@ from ci.replay.corpus.queue_scenarios import (
     stated_mismatch,
 )
 from ci.replay.corpus.scenarios import SCENARIOS, Do, Scenario, Unchecked
-from ci.replay.envelope import TraceError
 from ci.replay.queue import KIND as QUEUE
 from ci.replay.trace import Trace, load
 from model.affinity.ops import Outcome, outcome_of
@@ -153,7 +153,7 @@ def add(
         raise CorpusError(f"{target} exists; pass --force to replace it")
     try:
         found = load(source)
-    except TraceError as error:
+    except InputError as error:
         raise CorpusError(str(error)) from None
     fresh = found.kind.record(
         found.setup,
