@@ -6,6 +6,13 @@ a `UsageError`, which the command's `main` prints as one line on stderr
 own usage dump. `positive_int` and `positive_seconds` are the argument types of
 counts and time limits; `output_folder` and `output_file` check, before any
 work and without creating anything, that an output path can be written.
+
+What the work produced is written through `write_results`, the one final
+write of every command: each file whole or not at all (a temporary file
+beside it, then a rename), and a write that fails after the work (a full
+disk, a folder removed mid-run) is a `WriteFailed` -- one line, exit 1 --
+that names the file, the reason, what was written and where the rest was
+kept instead, never a traceback.
 """
 
 from __future__ import annotations
@@ -13,8 +20,15 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
+import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import NoReturn
+from typing import Final, NoReturn
+
+EXIT_WRITE_FAILED: Final[int] = 1
+"""The work ran, but its result could not be written where asked."""
+KEPT_PREFIX: Final[str] = "dynamo-verify-kept-"
 
 
 class UsageError(Exception):
@@ -92,3 +106,70 @@ def output_file(path: Path, flag: str) -> Path:
         return path
     _writable_below(path.parent, flag, path)
     return path
+
+
+class WriteFailed(Exception):  # noqa: N818 - named for what happened, as UsageError
+    """A write after the work failed; the message says what was kept (exit 1)."""
+
+
+def _write_whole(path: Path, data: bytes) -> None:
+    """Write `data` to `path` whole or not at all.
+
+    A regular file (or a new one) is replaced by renaming a finished temporary
+    file beside it; anything else that exists (`/dev/stdout`) is written in
+    place, since renaming over it would replace the device itself.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and not path.is_file():
+        with path.open("wb") as stream:
+            stream.write(data)
+        return
+    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        Path(staging).replace(path)
+    except BaseException:
+        Path(staging).unlink(missing_ok=True)
+        raise
+
+
+def _keep(files: Mapping[Path, str | bytes]) -> str:
+    """Write `files` into a fresh temporary folder; say where, or that nothing was."""
+    try:
+        folder = Path(tempfile.mkdtemp(prefix=KEPT_PREFIX))
+        for path, content in files.items():
+            data = content.encode("utf-8") if isinstance(content, str) else content
+            (folder / path.name).write_bytes(data)
+    except OSError as error:
+        return f"nothing kept ({error.strerror or error})"
+    names = ", ".join(path.name for path in files)
+    return f"kept instead in {folder}: {names}"
+
+
+def write_results(files: Mapping[Path, str | bytes]) -> None:
+    """Write what the work produced, in order; raise `WriteFailed` if one fails.
+
+    The message names the file that failed and why, the files already written,
+    and where the rest was kept instead (a temporary folder), so that nothing
+    the work produced is lost to a full disk or a removed folder.
+    """
+    written: list[Path] = []
+    for path, content in files.items():
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        try:
+            _write_whole(path, data)
+        except OSError as error:
+            rest = {name: files[name] for name in list(files)[len(written) :]}
+            done = ", ".join(str(name) for name in written) or "nothing"
+            reason = error.strerror or str(error)
+            raise WriteFailed(
+                f"cannot write {path}: {reason}; written: {done}; {_keep(rest)}"
+            ) from None
+        written.append(path)
+
+
+def write_failed(prog: str, error: WriteFailed) -> int:
+    """Print a failed write as the command's one error line; the exit status."""
+    print(f"{prog}: error: {error}", file=sys.stderr)
+    return EXIT_WRITE_FAILED

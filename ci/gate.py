@@ -53,7 +53,15 @@ from rich.table import Table
 
 from ci import build_local, subjects
 from ci.build_local import SOURCE_ENV
-from ci.cli import OneLineParser, UsageError, output_file, output_folder, positive_int
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    WriteFailed,
+    output_file,
+    output_folder,
+    positive_int,
+    write_failed,
+)
 from ci.dossier import build as dossier
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
@@ -733,6 +741,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_INFRA
+    except WriteFailed as error:  # the dossier, after the tests ran
+        return write_failed(PROG, error)
 
 
 if __name__ == "__main__":

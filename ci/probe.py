@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from ci.cli import OneLineParser, UsageError
+from ci.cli import OneLineParser, UsageError, WriteFailed, write_failed, write_results
 
 TARGETS_DIR: Final[Path] = Path(__file__).resolve().parent / "targets"
 PINNED: Final[str] = "pinned-1.6.1"
@@ -106,7 +106,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(answers)
     elif arguments.record is not None:
         path = TARGETS_DIR / f"{arguments.record}.json"
-        path.write_text(answers, encoding="utf-8")
+        try:
+            write_results({path: answers})
+        except WriteFailed as error:
+            return write_failed("ci.probe", error)
         print(f"recorded {path}")
     else:
         _print_table(answers)

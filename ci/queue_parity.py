@@ -25,7 +25,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from ci.cli import OneLineParser, UsageError, output_file
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    WriteFailed,
+    output_file,
+    write_failed,
+    write_results,
+)
+from ci.inputs import InputError, read_json
 from model.queue.api import outcome_of
 from model.queue.ops import Drain, Enqueue, PopNext, QueueOp, Retain
 from model.queue.types import ClassConfig, Dispatch
@@ -133,13 +141,9 @@ def first_difference(
 
 def _load(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as stream:  # bounded: a device file has no end
-            data = stream.read(RECORD_BYTES_MAX + 1)
-        if len(data) > RECORD_BYTES_MAX:
-            raise UsageError(f"{path}: more than the cap of {RECORD_BYTES_MAX} bytes")
-        document = json.loads(data.decode("utf-8"))
-    except (OSError, ValueError) as error:  # ValueError: bad JSON or bad UTF-8
-        raise UsageError(f"cannot read {path}: {error}") from None
+        document = read_json(path, RECORD_BYTES_MAX)
+    except InputError as error:
+        raise UsageError(str(error)) from None
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise UsageError(f"{path} is not a {FORMAT} record")
     results = document.get("results")
@@ -191,7 +195,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     steps = sum(len(steps) for steps in results)
     if recorded is None:
         document = {"format": FORMAT, "build": build, "results": results}
-        arguments.record.write_text(json.dumps(document) + "\n", encoding="utf-8")
+        try:
+            write_results({arguments.record: json.dumps(document) + "\n"})
+        except WriteFailed as error:
+            return write_failed("ci.queue_parity", error)
         print(f"queue parity: recorded {count} programs, {steps} steps on {build}")
         return 0
     difference = first_difference(recorded["results"], results)

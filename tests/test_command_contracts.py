@@ -75,7 +75,7 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ),
     ("ci.queue_parity", ("--compare", "{file}", "--programs", "5"), "drop --programs"),
     ("ci.queue_parity", ("--compare", "{empty_record}"), "no programs recorded"),
-    ("ci.queue_parity", ("--compare", "{latin1}"), "cannot read"),
+    ("ci.queue_parity", ("--compare", "{latin1}"), "latin1.json: not UTF-8"),
     ("ci.queue_parity", ("--compare", "/dev/zero"), "more than the cap of"),
     (
         "ci.queue_parity",

@@ -37,7 +37,15 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ci.cli import OneLineParser, UsageError, output_folder, positive_int
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    WriteFailed,
+    output_folder,
+    positive_int,
+    write_failed,
+    write_results,
+)
 from ci.profiles import EXAMPLES
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
@@ -345,7 +353,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "different": sum(not pair.same for pair in pairs),
         "targets": {pair.target: TARGETS[pair.target].nodeid for pair in pairs},
     }
-    (folder / "report.json").write_text(json.dumps(report, indent=2, sort_keys=True))
+    text = json.dumps(report, indent=2, sort_keys=True)
+    try:
+        write_results({folder / "report.json": text})
+    except WriteFailed as error:
+        return write_failed(PROG, error)
     print(f"report: {folder / 'report.json'}")
     return EXIT_SAME if all(pair.same for pair in pairs) else EXIT_DIFFERENT
 

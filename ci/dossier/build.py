@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from ci.cli import UsageError
+from ci.cli import UsageError, write_results
 from ci.inputs import InputError
 from ci.replay.command import BUILD_ERRORS, factory_for, replay
 from ci.replay.corpus import corpus_files
@@ -516,8 +516,10 @@ def build(
         str(record["name"]) for record in records if record["kind"] == "machine"
     )
     document = as_json(rows, {**run, "machines": machines})
-    (folder / "dossier.json").write_text(
-        json.dumps(document, indent=2) + "\n", encoding="utf-8"
+    write_results(
+        {
+            folder / "dossier.json": json.dumps(document, indent=2) + "\n",
+            folder / "dossier.md": as_markdown(document),
+        }
     )
-    (folder / "dossier.md").write_text(as_markdown(document), encoding="utf-8")
     return document

@@ -56,7 +56,15 @@ from rich.table import Table
 
 from ci import subjects
 from ci.canaries.affinity import MODEL_CANARIES
-from ci.cli import OneLineParser, UsageError, output_file, output_folder
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    WriteFailed,
+    output_file,
+    output_folder,
+    write_failed,
+    write_results,
+)
 from ci.explore.bounds import BOUNDS, CI_BOUNDS, PICTURE_BOUND, bound_named
 from ci.explore.coverage import (
     Coverage,
@@ -83,6 +91,7 @@ from ci.explore.shrink import (
     shrink_quality,
     write_trace,
 )
+from ci.inputs import InputError, at, expect_int, expect_object, read_json
 from ci.profiles import PROFILE_NAMES, selected_profile
 from properties import properties
 
@@ -108,6 +117,8 @@ DEFAULT_SUBJECT = "affinity"
 """The subject explored when `--subject` is not given."""
 
 COUNTS_PATH = Path(__file__).with_name("state_counts.json")
+COUNTS_BYTES_MAX = 1024 * 1024
+"""The pinned counts are a few kilobytes; a larger file is not them."""
 GRAPHS_DIR = Path(__file__).with_name("graphs")
 ARTIFACTS_DIR = Path(__file__).resolve().parents[1] / "artifacts" / "explore"
 
@@ -159,8 +170,8 @@ def _sections() -> set[str]:
 def read_counts(
     subject: str = DEFAULT_SUBJECT, path: Path = COUNTS_PATH
 ) -> dict[str, dict[str, int]]:
-    """The pinned counts per bound of `subject`."""
-    pinned: dict[str, Any] = json.loads(path.read_text())
+    """The pinned counts per bound of `subject` (a malformed file: `InputError`)."""
+    pinned = _read_pinned(path)
     section = explorer(subject).counts_section
     if section is not None:
         rows: dict[str, dict[str, int]] = pinned.get(section, {})
@@ -173,12 +184,42 @@ def write_counts(
     explorations: Sequence[AnyExploration], path: Path = COUNTS_PATH
 ) -> None:
     """Pin the counts of `explorations`, keeping other bounds' rows."""
-    pinned: dict[str, Any] = json.loads(path.read_text()) if path.exists() else {}
+    pinned = _read_pinned(path) if path.exists() else {}
     for exploration in explorations:
         section = explorer(exploration.subject).counts_section
         rows = pinned if section is None else pinned.setdefault(section, {})
         rows[exploration.bound.name] = exploration.counts()
-    path.write_text(json.dumps(pinned, indent=2, sort_keys=True) + "\n")
+    write_results({path: json.dumps(pinned, indent=2, sort_keys=True) + "\n"})
+
+
+def _read_pinned(path: Path) -> dict[str, Any]:
+    """The counts file: bounds' rows of counts, some grouped under a subject."""
+    try:
+        document = read_json(path, COUNTS_BYTES_MAX)
+        top = expect_object(document, "", frozenset(), frozenset(_any_key(document)))
+        sections = _sections()
+        for name, value in sorted(top.items()):
+            if name in sections:
+                rows = expect_object(value, name, frozenset(), _any_key(value))
+                for bound, row in sorted(rows.items()):
+                    _check_row(row, at(name, bound))
+            else:
+                _check_row(value, name)
+    except InputError as error:
+        raise error.in_file(str(path)) from None
+    return top
+
+
+def _any_key(value: object) -> frozenset[str]:
+    return frozenset(value) if isinstance(value, dict) else frozenset()
+
+
+def _check_row(row: object, where: str) -> None:
+    """One bound's counts: names to whole numbers of at least 0."""
+    for name, count in sorted(
+        expect_object(row, where, frozenset(), _any_key(row)).items()
+    ):
+        expect_int(count, at(where, name), 0)
 
 
 # ---- checking one bound ----------------------------------------------------
@@ -288,10 +329,8 @@ def _check(
         console.print(f"  {bound.name}: {bound.describe()}", markup=False)
     console.print(_exercise_table(subject, explorations))
     if json_path is not None:
-        json_path.parent.mkdir(parents=True, exist_ok=True)
-        json_path.write_text(
-            json.dumps(exercise_json(subject, explorations), indent=2) + "\n"
-        )
+        text = json.dumps(exercise_json(subject, explorations), indent=2) + "\n"
+        write_results({json_path: text})
         console.print(f"wrote {json_path}")
     for failure in failures:
         console.print(f"[red]{failure}[/red]")
@@ -537,10 +576,12 @@ def picture(profile: str = "ci") -> tuple[str, str]:
 
 def _picture(console: Console) -> int:
     dot, svg = picture()
-    GRAPHS_DIR.mkdir(exist_ok=True)
-    for suffix, text in (("dot", dot), ("svg", svg)):
-        path = GRAPHS_DIR / f"{PICTURE_BOUND}.{suffix}"
-        path.write_text(text)
+    files = {
+        GRAPHS_DIR / f"{PICTURE_BOUND}.{suffix}": text
+        for suffix, text in (("dot", dot), ("svg", svg))
+    }
+    write_results(files)
+    for path in files:
         console.print(f"wrote {path}")
     return 0
 
@@ -656,6 +697,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"ci.explore: error: {error}", file=sys.stderr)
         return 2
+    try:
+        return _run(args)
+    except InputError as error:
+        print(f"ci.explore: error: {error}", file=sys.stderr)
+        return 2
+    except WriteFailed as error:
+        return write_failed("ci.explore", error)
+
+
+def _run(args: argparse.Namespace) -> int:
+    """The command the flags name, on parsed and checked flags."""
     subject: str = args.subject
     bounds = [
         b for b in subject_bounds(subject) if args.bound is None or b.name in args.bound

@@ -60,7 +60,14 @@ from ci.build_local import (
     describe_extension,
     reinstall_pinned,
 )
-from ci.cli import OneLineParser, UsageError, output_folder, positive_seconds
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    WriteFailed,
+    output_folder,
+    positive_seconds,
+    write_failed,
+)
 from ci.mutants.cargo_mutants import (
     ToolMissingError,
     mutant_set,
@@ -344,7 +351,10 @@ def main_merge(argv: Sequence[str]) -> int:
     except (UsageError, MergeError) as error:
         print(f"ci.mutants merge: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    write(args.out, merged, "Mutation sweep, shards merged")
+    try:
+        write(args.out, merged, "Mutation sweep, shards merged")
+    except WriteFailed as error:
+        return write_failed("ci.mutants merge", error)
     totals_ = merged["totals"]
     print(
         f"merged {len(args.folders)} report(s): {totals_['tried']} of "
@@ -389,6 +399,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (MutantsError, ToolMissingError) as error:
         console.print(f"[red]cannot run the sweep:[/red] {error}")
         return 1
+    except WriteFailed as error:
+        return write_failed("ci.mutants", error)
     except KeyboardInterrupt:
         console.print("[red]interrupted[/red]; the partial report is in the run folder")
         return 130

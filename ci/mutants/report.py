@@ -21,6 +21,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from ci.cli import write_results
+from ci.inputs import InputError, read_json
+
 # caught: failed; missed: passed; timeout: killed at the limit; error: could not
 # run; flaky (crate only): a failure that did not repeat when rerun alone.
 OUTCOMES = ("caught", "missed", "timeout", "error", "flaky")
@@ -181,13 +184,9 @@ def read_report(folder: Path) -> dict[str, Any]:
     if not path.is_file():
         raise MergeError(f"no {REPORT_NAME} in {folder}")
     try:
-        with path.open("rb") as stream:
-            raw = stream.read(REPORT_BYTES_MAX + 1)
-        if len(raw) > REPORT_BYTES_MAX:
-            raise MergeError(f"{path}: more than the cap of {REPORT_BYTES_MAX} bytes")
-        data = json.loads(raw.decode("utf-8"))
-    except (OSError, ValueError) as error:  # ValueError: bad JSON or bad UTF-8
-        raise MergeError(f"{path} is not JSON: {error}") from None
+        data = read_json(path, REPORT_BYTES_MAX)
+    except InputError as error:
+        raise MergeError(str(error)) from None
     if not isinstance(data, dict) or "mutant_set" not in data or "shard" not in data:
         raise MergeError(f"{path} is not a report of python -m ci.mutants")
     problem = _report_problem(data)
@@ -639,7 +638,10 @@ def _survivor_lines(data: dict[str, Any]) -> list[str]:
 
 
 def write(folder: Path, data: dict[str, Any], title: str) -> None:
-    """report.json and report.md into `folder`."""
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / REPORT_NAME).write_text(json.dumps(data, indent=2) + "\n", "utf-8")
-    (folder / "report.md").write_text(markdown(data, title), "utf-8")
+    """report.json and report.md into `folder` (a failure is `WriteFailed`)."""
+    write_results(
+        {
+            folder / REPORT_NAME: json.dumps(data, indent=2) + "\n",
+            folder / "report.md": markdown(data, title),
+        }
+    )

@@ -42,7 +42,14 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ci.cli import OneLineParser, UsageError
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    WriteFailed,
+    output_file,
+    write_failed,
+    write_results,
+)
 from ci.inputs import InputError
 from ci.replay import history
 from ci.replay.envelope import crate_version
@@ -323,6 +330,8 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
     arguments = add_emit_arguments(build_parser()).parse_args(argv)
     if arguments.out is not None and arguments.emit != "rust":
         raise UsageError("--out needs --emit rust")
+    if arguments.out is not None:
+        output_file(arguments.out, "--out")
     return arguments
 
 
@@ -341,11 +350,7 @@ def write_rust(text: str, out: Path | None) -> None:
     if out is None:
         sys.stdout.write(text)
         return
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(text, encoding="utf-8")
-    except OSError as error:
-        raise UsageError(f"cannot write {out}: {error.strerror}") from None
+    write_results({out: text})
 
 
 def replay_history(
@@ -406,6 +411,8 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
     except (UsageError, InputError) as error:
         err.print(f"{PROG}: error: {error}", markup=False)
         return EXIT_USAGE
+    except WriteFailed as error:
+        return write_failed(PROG, error)
     out = console or Console(
         width=None if sys.stdout.isatty() else CONSOLE_WIDTH_MIN, highlight=False
     )

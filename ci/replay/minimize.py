@@ -31,10 +31,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from ci.cli import UsageError, output_file
+from ci.cli import UsageError, WriteFailed, output_file, write_failed, write_results
 from ci.inputs import InputError
 from ci.replay.command import build_parser, factory_for, replay
-from ci.replay.trace import Factory, Trace, load, save
+from ci.replay.trace import Factory, Trace, load
 
 REPLAYS_MAX: Final[int] = 5_000
 """Candidate replays per minimization; reaching it raises, never truncates."""
@@ -147,7 +147,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MinimizeError as error:
         print(f"ci.replay.minimize: {error}", file=sys.stderr)
         return 1
-    written = save(minimal, out)
+    try:
+        write_results({out: minimal.dumps()})
+    except WriteFailed as error:
+        return write_failed("ci.replay.minimize", error)
+    written = out
     print(
         f"{len(trace.steps)} -> {len(minimal.steps)} steps against {label} "
         f"({replays} replays): {written}"

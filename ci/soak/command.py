@@ -44,7 +44,15 @@ from typing import Any, Final
 
 import hypothesis
 
-from ci.cli import OneLineParser, UsageError, output_folder, positive_int
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    WriteFailed,
+    output_folder,
+    positive_int,
+    write_failed,
+    write_results,
+)
 from ci.profiles import EXAMPLES, STEPS_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
@@ -337,10 +345,9 @@ def report(soak: Soak, *, complete: bool) -> dict[str, Any]:
 
 
 def write_report(folder: Path, document: dict[str, Any]) -> None:
-    """Write `report.json` in `folder` atomically."""
-    staging = folder / f".{REPORT_FILE}.tmp"
-    staging.write_text(json.dumps(document, indent=2, sort_keys=True) + "\n")
-    staging.replace(folder / REPORT_FILE)
+    """Write `report.json` in `folder` whole (a failure is `WriteFailed`)."""
+    text = json.dumps(document, indent=2, sort_keys=True) + "\n"
+    write_results({folder / REPORT_FILE: text})
 
 
 def _point_latest(folder: Path) -> None:
@@ -399,7 +406,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (UsageError, UnknownTargetError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    return soak(arguments, targets)
+    try:
+        return soak(arguments, targets)
+    except WriteFailed as error:
+        return write_failed(PROG, error)
 
 
 def soak(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:

@@ -32,7 +32,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from ci.cli import OneLineParser, UsageError, output_folder
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    WriteFailed,
+    output_folder,
+    write_failed,
+)
+from ci.inputs import InputError, read_json
 from ci.replay.artifacts import REPO_ROOT, utc_stamp
 from ci.soak import command
 from ci.soak.command import Recheck, Soak, seed_from_row
@@ -62,6 +69,10 @@ GIT_TIMEOUT_S: Final[int] = 30
 COMMIT: Final[re.Pattern[str]] = re.compile("[0-9a-f]{40}")
 
 
+REPORT_BYTES_MAX: Final[int] = 64 * 1024 * 1024
+"""A soak report is a few hundred kilobytes; a larger file is not one."""
+
+
 class MergeError(UsageError):
     """Pieces that cannot be merged (one line to print)."""
 
@@ -74,9 +85,9 @@ def read_piece(folder: Path) -> dict[str, Any]:
     ):
         if candidate.is_file():
             try:
-                document = json.loads(candidate.read_text())
-            except (OSError, ValueError) as error:
-                raise MergeError(f"{candidate}: not a soak report ({error})") from None
+                document = read_json(candidate, REPORT_BYTES_MAX)
+            except InputError as error:
+                raise MergeError(f"not a soak report: {error}") from None
             if not isinstance(document, dict) or not isinstance(
                 document.get("settings"), dict
             ):
@@ -248,8 +259,10 @@ def main(argv: Sequence[str]) -> int:
     out = arguments.out or (
         _soak_folder(arguments.folders[0]) / f"{utc_stamp()}-merged"
     )
-    out.mkdir(parents=True, exist_ok=True)
-    command.write_report(out, document)
+    try:
+        command.write_report(out, document)
+    except WriteFailed as error:
+        return write_failed(f"{command.PROG} merge", error)
     for line in command.summary(document):
         print(line)
     code = document["code_under_test"]

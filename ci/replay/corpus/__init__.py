@@ -16,6 +16,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Final
 
+from ci.cli import write_results
 from ci.inputs import InputError
 from ci.replay.affinity import record
 from ci.replay.corpus.queue_scenarios import (
@@ -170,6 +171,5 @@ def add(
         fresh = replace(
             fresh, header=replace(fresh.header, description=f"Added as {name}.")
         )
-    directory.mkdir(parents=True, exist_ok=True)
-    target.write_text(fresh.dumps(), encoding="utf-8")
+    write_results({target: fresh.dumps()})
     return target, changed

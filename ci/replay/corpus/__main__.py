@@ -12,7 +12,14 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from ci.cli import OneLineParser, UsageError
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    WriteFailed,
+    output_folder,
+    write_failed,
+    write_results,
+)
 from ci.replay.corpus import CORPUS_DIR, CorpusError, add, build, stale_files
 
 PROG = "ci.replay.corpus"
@@ -41,6 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         arguments = _parser().parse_args(argv)
         if arguments.command == "add":
+            output_folder(arguments.corpus_dir, "--corpus-dir")
             target, changed = add(
                 arguments.path,
                 arguments.name,
@@ -61,12 +69,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             for path in stale:
                 print(f"out of step with its scenario: {path}")
             return 1 if stale else 0
-        for path, text in sorted(build().items()):
-            path.write_text(text, encoding="utf-8")
+        files = dict(sorted(build().items()))
+        write_results(files)
+        for path in files:
             print(f"wrote {path}")
     except (UsageError, CorpusError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
+    except WriteFailed as error:
+        return write_failed(PROG, error)
     return 0
 
 
