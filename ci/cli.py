@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import secrets
 import sys
 import tempfile
 from collections.abc import Mapping
@@ -124,13 +125,14 @@ def _write_whole(path: Path, data: bytes) -> None:
         with path.open("wb") as stream:
             stream.write(data)
         return
-    handle, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    # Opened exclusively by a fresh name, so the file gets the umask's mode.
+    staging = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     try:
-        with os.fdopen(handle, "wb") as stream:
+        with staging.open("xb") as stream:
             stream.write(data)
-        Path(staging).replace(path)
+        staging.replace(path)
     except BaseException:
-        Path(staging).unlink(missing_ok=True)
+        staging.unlink(missing_ok=True)
         raise
 
 

@@ -87,10 +87,19 @@ def _reject_constant(name: str) -> object:
     raise ValueError(f"{name} is not a JSON number")
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e999 parses to infinity
+        raise ValueError(f"{text} is beyond a finite number")
+    return value
+
+
 def parse_json(text: str, path: str = "") -> object:
     """Strict JSON (no NaN or Infinity) whose every string UTF-8 can hold."""
     try:
-        document = json.loads(text, parse_constant=_reject_constant)
+        document = json.loads(
+            text, parse_constant=_reject_constant, parse_float=_finite_float
+        )
     except json.JSONDecodeError as error:
         raise InputError(
             path,

@@ -13,27 +13,47 @@ file changed in the input folder or the artifacts folder.
 
 That reach is the argument layer (types, ranges, unknown, missing and
 conflicting options). Past it, `test_corrupted_inputs_keep_the_contract`
-corrupts real input files -- a corpus trace for `ci.replay`, a committed shard
-report for `ci.mutants merge` -- by truncation, a flipped byte or one field
-replaced with a hostile JSON value, and requires exit 0, 1 or 2, one line for
-2, no traceback, and the input left as it was. What a command checks after
-parsing is also asserted case by case in `test_command_contracts.py`.
+takes a real file of every format a command reads -- a trace of each subject
+(the queue's with its YAML profile), a concurrent history, a trace exported
+as Rust, a trace minimized and one added to a corpus, a mutant shard report, a
+soak report, a queue parity record -- and has Hypothesis corrupt it
+(truncated, a byte changed, a field replaced by a wrong type, a huge number or
+unencodable text, a field deleted) and choose the output (fresh, under a
+regular file, or a disk that fills at the final write). It calls the command's
+`main` in this process, so that many cases fit in the time; the contract:
+exit 0, 1 or 2, one `COMMAND: error:` line for 2 (and for a failed final
+write, which exits 1 and says where the result was kept), no exception and no
+traceback, the input unchanged, nothing changed by a refused command and
+nothing half-written. A few of the same cases run through `python -m` in a
+fresh interpreter. What a command checks after parsing is also asserted case
+by case in `test_command_contracts.py`.
 """
 
 from __future__ import annotations
 
 import ast
+import contextlib
+import errno
+import io
 import json
 import os
 import re
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import pytest
 from command_support import REPO, run_module
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+from ci import cli
+from ci.explore.command import read_counts
+from ci.inputs import InputError
 
 COMMAND_TIMEOUT_S = 60
 INVOCATIONS_PER_COMMAND = 3
@@ -175,23 +195,32 @@ def test_hostile_arguments_are_refused_in_one_line(
     refused()
 
 
-CORRUPTED_EXAMPLES = 12
-"""Corrupted files per command (each a fresh interpreter, about 1 s)."""
+# ---- corrupted real inputs -------------------------------------------------------
+
 HOSTILE_JSON: tuple[object, ...] = (
     None,
     True,
     -1,
     0,
+    2**64,
     2**70,
+    -(2**70),
     1.5,
-    float("nan"),
+    1e308,
     "",
     "\ud800",
     "x" * 5_000,
     [],
     {},
+    [[[]]],
 )
 """Values put in place of a field: wrong types, out of range, unencodable text."""
+HOSTILE_VALUES = st.one_of(
+    st.sampled_from(HOSTILE_JSON),
+    st.integers(-(2**80), 2**80),
+    st.sampled_from(("\udcff", "a\udfffb", "\ud800\ud800")),
+)
+"""Hostile values, and huge numbers and lone surrogates drawn beyond them."""
 
 
 def _paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
@@ -206,64 +235,268 @@ def _paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object,
     return found
 
 
-def _replaced(document: object, path: tuple[object, ...], new: object) -> None:
+def _parent(document: object, path: tuple[object, ...]) -> Any:
     parent: Any = document
     for step in path[:-1]:
         parent = parent[step]
-    parent[path[-1]] = new
+    return parent
 
 
 Corruption = tuple[str, object, object]
-"""(how, where, what): truncate at a byte, flip a byte's top bit, or set a field."""
+"""(how, where, what): truncate or flip at a byte, set or delete a field."""
 
 
 @st.composite
 def corruptions(draw: st.DrawFn, original: bytes) -> Corruption:
     """How to corrupt `original` (small, so that a failing example prints short)."""
-    how = draw(st.sampled_from(("truncate", "flip", "field")))
-    if how != "field":
-        return how, draw(st.integers(0, len(original) - 1)), None
+    how = draw(st.sampled_from(("truncate", "flip", "set", "set-raw", "delete")))
+    if how in {"truncate", "flip"}:
+        return how, draw(st.integers(0, len(original) - 1)), draw(st.integers(1, 255))
     path = draw(st.sampled_from(_paths(json.loads(original))))
-    return how, path, draw(st.sampled_from(HOSTILE_JSON))
+    return how, path, None if how == "delete" else draw(HOSTILE_VALUES)
 
 
 def corrupted(original: bytes, corruption: Corruption) -> bytes:
-    """`original` with `corruption` applied."""
+    """`original` with `corruption` applied (`set-raw`: non-ASCII text unescaped)."""
     how, where, what = corruption
     if how == "truncate":
         assert isinstance(where, int)
         return original[:where]
     if how == "flip":
         assert isinstance(where, int)
-        flipped = bytes([original[where] ^ 0x80])
+        assert isinstance(what, int)
+        flipped = bytes([original[where] ^ what])
         return original[:where] + flipped + original[where + 1 :]
     assert isinstance(where, tuple)
     document = json.loads(original)
-    _replaced(document, where, what)
-    return json.dumps(document).encode("utf-8", "surrogatepass")
+    if how == "delete":
+        del _parent(document, where)[where[-1]]
+    else:
+        _parent(document, where)[where[-1]] = what
+    text = json.dumps(document, ensure_ascii=how == "set")
+    return text.encode("utf-8", "surrogatepass")
 
 
+def _replay(argv: Sequence[str]) -> int:
+    from ci.replay.command import main  # noqa: PLC0415 - the command under test
+
+    return main(list(argv))
+
+
+def _minimize(argv: Sequence[str]) -> int:
+    from ci.replay.minimize import main  # noqa: PLC0415 - the command under test
+
+    return main(list(argv))
+
+
+def _corpus(argv: Sequence[str]) -> int:
+    from ci.replay.corpus.__main__ import main  # noqa: PLC0415 - under test
+
+    return main(list(argv))
+
+
+def _mutants(argv: Sequence[str]) -> int:
+    from ci.mutants.command import main  # noqa: PLC0415 - the command under test
+
+    return main(list(argv))
+
+
+def _soak_merge(argv: Sequence[str]) -> int:
+    from ci.soak.merge import main  # noqa: PLC0415 - the command under test
+
+    return main(list(argv))
+
+
+def _queue_parity(argv: Sequence[str]) -> int:
+    from ci.queue_parity import main  # noqa: PLC0415 - the command under test
+
+    return main(list(argv))
+
+
+@dataclass(frozen=True)
+class Corruptible:
+    """A command that reads a file, a real file it reads, and how to call it."""
+
+    command: str  # as its error lines begin: "ci.replay", "ci.mutants merge"
+    relative: str  # a committed input, or PARITY_RECORD (recorded by the test)
+    argv: tuple[str, ...]  # "{in}": the input (its folder if in_folder); "{out}"
+    main: Callable[[Sequence[str]], int]
+    in_folder: bool = False  # the command is given the folder holding the file
+    output: str = ""  # "file" or "folder" when "{out}" is one; "" for none
+
+
+PARITY_RECORD = "(a queue parity record of 3 programs, recorded by the test)"
+CORPUS = "ci/replay/corpus"
 CORRUPTIBLE = (
-    ("ci.replay", "ci/replay/corpus/b16_virtual_ttl.json", ("--sut", "model")),
-    (
-        "ci.mutants",
-        "ci/mutants/reports/20261204T130509Z-14of16/report.json",
-        ("--out", "{out}"),
+    Corruptible("ci.replay", f"{CORPUS}/b16_virtual_ttl.json", ("{in}",), _replay),
+    Corruptible(
+        "ci.replay",
+        f"{CORPUS}/queue_c3_token_limits_reject_in_the_stated_order.json",
+        ("{in}",),
+        _replay,
     ),
+    Corruptible(
+        "ci.replay",
+        f"{CORPUS}/replica_two_writers_bind_one_session_at_once.json",
+        ("{in}",),
+        _replay,
+    ),
+    Corruptible(
+        "ci.replay",
+        f"{CORPUS}/scheduler/scheduler_due_times_reject_exactly_at_the_deadline.json",
+        ("{in}",),
+        _replay,
+    ),
+    Corruptible(
+        "ci.replay",
+        f"{CORPUS}/histories/replica_update_races_a_commit.json",
+        ("{in}",),
+        _replay,
+    ),
+    Corruptible(
+        "ci.replay",
+        f"{CORPUS}/e1_3_joined_binding_survives_the_initializer_dropping.json",
+        ("{in}", "--emit", "rust", "--out", "{out}"),
+        _replay,
+        output="file",
+    ),
+    Corruptible(
+        "ci.replay.minimize",
+        f"{CORPUS}/canary_late_expiry_a_released_binding_is_collected_at_its_deadline"
+        ".json",
+        ("{in}", "--canary", "late_expiry", "--out", "{out}"),
+        _minimize,
+        output="file",
+    ),
+    Corruptible(
+        "ci.replay.corpus",
+        f"{CORPUS}/queue_c4_wspt_serves_the_shortest_job.json",
+        ("add", "{in}", "--name", "added", "--corpus-dir", "{out}"),
+        _corpus,
+        output="folder",
+    ),
+    Corruptible(
+        "ci.mutants merge",
+        "ci/mutants/reports/20261204T130509Z-14of16/report.json",
+        ("merge", "{in}", "--out", "{out}"),
+        _mutants,
+        in_folder=True,
+        output="folder",
+    ),
+    Corruptible(
+        "ci.soak merge",
+        "ci/soak/reports/20261204T210700.678589Z/report.json",
+        ("{in}", "--out", "{out}"),
+        _soak_merge,
+        in_folder=True,
+        output="folder",
+    ),
+    Corruptible("ci.queue_parity", PARITY_RECORD, ("--compare", "{in}"), _queue_parity),
 )
-"""(command, a committed input file, the command's other arguments)."""
+"""Every command that reads a file, with a real file of each format it reads."""
+CORRUPTED_EXAMPLES = 30
+"""Corrupted inputs per case, run in this process (a few ms to a second each)."""
+CORRUPTED_IN_A_PROCESS = 3
+"""Corrupted inputs per case, each in a fresh interpreter (about 1 s each)."""
+OUTPUTS = ("fresh", "under a file", "disk full")
+"""Where a command writes: a new path, a path under a regular file (refused
+before work), or a disk that fills at the final write (after the work)."""
 
 
-@pytest.mark.parametrize(("module", "relative", "extra"), CORRUPTIBLE)
+@pytest.fixture(scope="module")
+def parity_record(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    """A parity record as `ci.queue_parity --record` writes it (3 programs)."""
+    path = tmp_path_factory.mktemp("parity") / "parity.json"
+    assert 0 == _queue_parity(["--record", str(path), "--programs", "3"])
+    return path.read_bytes()
+
+
+def _original(case: Corruptible, parity_record: bytes) -> bytes:
+    if case.relative == PARITY_RECORD:
+        return parity_record
+    return (REPO / case.relative).read_bytes()
+
+
+def _case_id(case: Corruptible) -> str:
+    return f"{case.command}:{Path(case.relative).stem[:40]}"
+
+
+@dataclass(frozen=True)
+class Ran:
+    """One in-process run of a command's `main`."""
+
+    status: int
+    stdout: str
+    stderr: str
+
+
+def run_main(main: Callable[[Sequence[str]], int], argv: Sequence[str]) -> Ran:
+    """Call `main(argv)` here, capturing its text; an exception propagates."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = main(argv)
+        except SystemExit as exit_:  # an explicit exit is an exit, not a crash
+            status = exit_.code if isinstance(exit_.code, int) else 1
+    return Ran(status, out.getvalue(), err.getvalue())
+
+
+def _layout(case: Corruptible, folder: Path, data: bytes, output: str) -> list[str]:
+    """Write the corrupted input under `folder`; the command's arguments."""
+    name = Path(case.relative).name if case.relative != PARITY_RECORD else "p.json"
+    target = folder / "input" / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_bytes(data)
+    blocker = folder / "a-file"
+    blocker.write_text("plain text\n")
+    out = folder / "out" / ("result" if case.output == "file" else "folder")
+    if output == "under a file":
+        out = blocker / "below"
+    given = target.parent if case.in_folder else target
+    return [arg.format(**{"in": given, "out": out}) for arg in case.argv]
+
+
+def _disk_full(path: Path, data: bytes) -> None:
+    del data
+    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+
+BINDING_LIMITS = ("out of the crate's range", "beyond the binding's supported range")
+"""How the adapters say the binding could not take a value: as a replay's
+verdict, that is a verdict about the input, which must have been refused."""
+
+
+def _check_contract(case: Corruptible, ran: Ran, output: str) -> None:
+    """Exit 0, 1 or 2; no traceback; one `COMMAND: error:` line for 2.
+
+    A divergence is never the binding refusing a value the trace should not
+    have held (bad input is exit 2, never a verdict about the crate).
+    """
+    lines = ran.stderr.splitlines()
+    assert ran.status in {0, 1, 2}, ran.stderr[-2000:]
+    assert "Traceback" not in ran.stdout + ran.stderr
+    verdict = " ".join(ran.stdout.partition("first divergence")[2].split())
+    assert not any(limit in verdict for limit in BINDING_LIMITS), verdict
+    if ran.status == 2:
+        assert 1 == len(lines), ran.stderr[-2000:]
+        assert lines[0].startswith(f"{case.command}: error: "), lines[0]
+    if output == "disk full" and "cannot write" in ran.stderr:
+        assert 1 == ran.status
+        assert 1 == len(lines), ran.stderr[-2000:]
+        assert "kept instead in" in lines[0], lines[0]
+
+
+def _files_below(folder: Path) -> list[Path]:
+    return sorted(path for path in folder.rglob("*") if path.is_file())
+
+
+@pytest.mark.parametrize("case", CORRUPTIBLE, ids=_case_id)
 def test_corrupted_inputs_keep_the_contract(
-    module: str,
-    relative: str,
-    extra: tuple[str, ...],
-    tmp_path_factory: pytest.TempPathFactory,
+    case: Corruptible, parity_record: bytes, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    """A corrupted real input: exit 0, 1 or 2, one line for 2, never a traceback."""
-    original = (REPO / relative).read_bytes()
-    folder = tmp_path_factory.mktemp("corrupted")
+    """A corrupted real input, a hostile output: the contract, and no change if 2."""
+    original = _original(case, parity_record)
+    outputs = OUTPUTS if case.output else OUTPUTS[:1]
 
     @settings(
         max_examples=CORRUPTED_EXAMPLES,
@@ -272,23 +505,114 @@ def test_corrupted_inputs_keep_the_contract(
         deadline=None,
         suppress_health_check=(HealthCheck.too_slow,),
     )
-    @given(corruption=corruptions(original))
-    def keeps_the_contract(corruption: Corruption) -> None:
+    @given(corruption=corruptions(original), output=st.sampled_from(outputs))
+    def keeps_the_contract(corruption: Corruption, output: str) -> None:
+        folder = tmp_path_factory.mktemp("corrupted")
         data = corrupted(original, corruption)
-        target = folder / "input" / Path(relative).name
-        target.parent.mkdir(exist_ok=True)
-        target.write_bytes(data)
-        out = folder / "out"
-        given_path = str(target.parent if module == "ci.mutants" else target)
-        argv = ["merge", given_path] if module == "ci.mutants" else [given_path]
-        argv += [arg.format(out=out) for arg in extra]
+        argv = _layout(case, folder, data, output)
+        (folder / "kept").mkdir()
+        before = _snapshot(folder / "input", folder / "out")
+        full = mock.patch.object(cli, "_write_whole", _disk_full)
 
-        completed = run_module(module, *argv, timeout_s=COMMAND_TIMEOUT_S)
+        with (
+            full if output == "disk full" else contextlib.nullcontext(),
+            mock.patch.object(tempfile, "tempdir", str(folder / "kept")),
+        ):
+            ran = run_main(case.main, argv)
 
-        assert completed.returncode in {0, 1, 2}, completed.stderr[-2000:]
-        assert "Traceback" not in completed.stdout + completed.stderr
-        if completed.returncode == 2:
-            assert 1 == len(completed.stderr.splitlines()), completed.stderr
-        assert data == target.read_bytes()
+        _check_contract(case, ran, output)
+        assert data == _input_file(folder).read_bytes()
+        if ran.status == 2:
+            assert before == _snapshot(folder / "input", folder / "out")
+        if output == "disk full":
+            assert [] == _files_below(folder / "out")
 
     keeps_the_contract()
+
+
+def _input_file(folder: Path) -> Path:
+    (found,) = _files_below(folder / "input")
+    return found
+
+
+@pytest.mark.parametrize("case", CORRUPTIBLE, ids=_case_id)
+def test_corrupted_inputs_keep_the_contract_in_a_fresh_interpreter(
+    case: Corruptible, parity_record: bytes, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The same through `python -m`: the process's own exit status and stderr."""
+    original = _original(case, parity_record)
+    outputs = ("fresh", "under a file") if case.output else ("fresh",)
+    module, *prefix = case.command.split()
+    if case.argv[:1] == ("merge",):
+        prefix = []
+
+    @settings(
+        max_examples=CORRUPTED_IN_A_PROCESS,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=(HealthCheck.too_slow,),
+    )
+    @given(corruption=corruptions(original), output=st.sampled_from(outputs))
+    def keeps_the_contract(corruption: Corruption, output: str) -> None:
+        folder = tmp_path_factory.mktemp("corrupted")
+        data = corrupted(original, corruption)
+        argv = _layout(case, folder, data, output)
+        before = _snapshot(folder / "input", folder / "out")
+
+        completed = run_module(module, *prefix, *argv, timeout_s=COMMAND_TIMEOUT_S)
+
+        ran = Ran(completed.returncode, completed.stdout, completed.stderr)
+        _check_contract(case, ran, output)
+        assert data == _input_file(folder).read_bytes()
+        if ran.status == 2:
+            assert before == _snapshot(folder / "input", folder / "out")
+
+    keeps_the_contract()
+
+
+def test_a_full_disk_after_the_work_is_one_line_and_exit_one(tmp_path: Path) -> None:
+    """A result written to a full disk (`/dev/full`): exit 1, one line, kept."""
+    trace = REPO / CORPUS / "b16_virtual_ttl.json"
+    env = os.environ | {"TMPDIR": str(tmp_path)}
+
+    completed = run_module(
+        "ci.replay",
+        str(trace),
+        "--emit",
+        "rust",
+        "--out",
+        "/dev/full",
+        timeout_s=COMMAND_TIMEOUT_S,
+        env=env,
+    )
+
+    lines = completed.stderr.splitlines()
+    assert 1 == completed.returncode, completed.stderr
+    assert 1 == len(lines), completed.stderr
+    assert lines[0].startswith("ci.replay: error: cannot write /dev/full: ")
+    (kept,) = tmp_path.glob("dynamo-verify-kept-*/full")
+    assert "fn " in kept.read_text(encoding="utf-8")
+
+
+def test_a_corrupted_counts_file_is_read_or_refused(tmp_path: Path) -> None:
+    """The explorer's pinned counts, corrupted: read, or one `InputError`."""
+    original = (REPO / "ci" / "explore" / "state_counts.json").read_bytes()
+
+    @settings(max_examples=CORRUPTED_EXAMPLES, derandomize=True, database=None)
+    @given(corruption=corruptions(original))
+    def read_or_refused(corruption: Corruption) -> None:
+        path = tmp_path / "state_counts.json"
+        path.write_bytes(corrupted(original, corruption))
+
+        refused: InputError | None = None
+        try:
+            counts = read_counts("affinity", path)
+        except InputError as error:
+            refused = error
+        if refused is not None:
+            assert str(refused).startswith(f"{path}: ")
+        else:
+            assert all(isinstance(row, dict) for row in counts.values())
+
+    read_or_refused()

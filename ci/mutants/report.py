@@ -261,6 +261,31 @@ def _verdict_problem(where: str, verdict: object) -> str | None:
     return None
 
 
+def _entry_problem(index: int, entry: object) -> str | None:
+    """The first field of one mutant's entry `merge` cannot read, if any."""
+    where = f"mutants[{index}]."
+    if not isinstance(entry, dict):
+        return f"mutants[{index}]: not an entry"
+    problem = _type_problem(where, entry, _ENTRY_TYPES) or next(
+        (
+            found
+            for side in SIDES
+            if (found := _verdict_problem(f"{where}{side}", entry.get(side)))
+        ),
+        None,
+    )
+    if problem is None and entry["viable"]:  # a viable mutant ran both suites
+        problem = next(
+            (
+                f"{where}{side}: a viable mutant without this verdict"
+                for side in SIDES[:2]
+                if not isinstance(entry.get(side), dict)
+            ),
+            None,
+        )
+    return problem
+
+
 def _report_problem(data: dict[str, Any]) -> str | None:
     """The first field `merge` cannot read as a shard run writes it, if any."""
     problem = _type_problem("", data, _REPORT_TYPES)
@@ -279,17 +304,7 @@ def _report_problem(data: dict[str, Any]) -> str | None:
     if not isinstance(data["config"].get("crate_timeout_s"), (int, float)):
         return "config.crate_timeout_s: not a number"
     for index, entry in enumerate(data["mutants"]):
-        where = f"mutants[{index}]."
-        if not isinstance(entry, dict):
-            return f"mutants[{index}]: not an entry"
-        problem = _type_problem(where, entry, _ENTRY_TYPES) or next(
-            (
-                found
-                for side in SIDES
-                if (found := _verdict_problem(f"{where}{side}", entry.get(side)))
-            ),
-            None,
-        )
+        problem = _entry_problem(index, entry)
         if problem is not None:
             return problem
     return None

@@ -39,7 +39,18 @@ from ci.cli import (
     output_folder,
     write_failed,
 )
-from ci.inputs import InputError, read_json
+from ci.inputs import (
+    InputError,
+    at,
+    expect_bool,
+    expect_int,
+    expect_list,
+    expect_number,
+    expect_object,
+    expect_optional,
+    expect_str,
+    read_json,
+)
 from ci.replay.artifacts import REPO_ROOT, utc_stamp
 from ci.soak import command
 from ci.soak.command import Recheck, Soak, seed_from_row
@@ -86,18 +97,69 @@ def read_piece(folder: Path) -> dict[str, Any]:
         if candidate.is_file():
             try:
                 document = read_json(candidate, REPORT_BYTES_MAX)
+                if isinstance(document, dict) and "per_seed" not in document:
+                    raise MergeError(
+                        f"{candidate}: no per-seed rows "
+                        "(written before soaks could merge)"
+                    )
+                return _checked_piece(document)
             except InputError as error:
-                raise MergeError(f"not a soak report: {error}") from None
-            if not isinstance(document, dict) or not isinstance(
-                document.get("settings"), dict
-            ):
-                raise MergeError(f"{candidate}: not a soak report")
-            if "per_seed" not in document:
                 raise MergeError(
-                    f"{candidate}: no per-seed rows (written before soaks could merge)"
-                )
-            return document
+                    f"not a soak report: {error.in_file(str(candidate))}"
+                ) from None
     raise MergeError(f"{folder}: no {command.REPORT_FILE} there")
+
+
+PIECE_KEYS: Final[frozenset[str]] = frozenset(
+    {"settings", "per_seed", "rechecks", "complete", "wall_seconds"}
+)
+"""What `merge` reads of a piece (`_code_of` reads the commit and tree state)."""
+RECHECK_KEYS: Final[frozenset[str]] = frozenset(
+    {"seed", "target", "first", "second", "reproduced"}
+)
+
+
+def _checked_piece(document: object) -> dict[str, Any]:
+    """A soak report's fields `merge` reads, by type and range (`InputError`).
+
+    The per-seed rows are read by `command.seed_from_row`, which checks each.
+    """
+    top = expect_object(document, "", frozenset(), _keys(document))
+    missing = sorted(PIECE_KEYS - top.keys())
+    if missing:
+        raise InputError("", "", f"missing field {missing[0]!r}")
+    settings = expect_object(
+        top["settings"], "settings", frozenset(SAME), _keys(top["settings"])
+    )
+    expect_str(settings["profile"], "settings.profile")
+    expect_int(settings["max_examples"], "settings.max_examples", 1)
+    expect_int(settings["stateful_step_count"], "settings.stateful_step_count", 1)
+    targets = expect_object(
+        settings["targets"], "settings.targets", frozenset(), _keys(settings["targets"])
+    )
+    for name, nodeid in sorted(targets.items()):
+        expect_str(nodeid, at("settings.targets", name))
+    if "jobs" in settings:
+        expect_int(settings["jobs"], "settings.jobs", 1)
+    expect_list(top["per_seed"], "per_seed")
+    for index, check in enumerate(expect_list(top["rechecks"], "rechecks")):
+        where = at("rechecks", index)
+        raw = expect_object(check, where, RECHECK_KEYS)
+        expect_int(raw["seed"], at(where, "seed"), 1)
+        for key in ("target", "first", "second"):
+            expect_str(raw[key], at(where, key))
+        expect_bool(raw["reproduced"], at(where, "reproduced"))
+    expect_bool(top["complete"], "complete")
+    expect_optional(top["wall_seconds"], "wall_seconds", _seconds)
+    return top
+
+
+def _keys(value: object) -> frozenset[str]:
+    return frozenset(value) if isinstance(value, dict) else frozenset()
+
+
+def _seconds(value: object, where: str) -> float:
+    return expect_number(value, where, 0)
 
 
 def _git(repo: Path, *arguments: str) -> subprocess.CompletedProcess[str]:
