@@ -286,6 +286,28 @@ def _entry_problem(index: int, entry: object) -> str | None:
     return problem
 
 
+def _texts_problem(data: dict[str, Any]) -> str | None:
+    """The first of the texts and numbers the merged report and its Markdown show."""
+    config = data["config"]
+    crate_timeout_s = config.get("crate_timeout_s")
+    if isinstance(crate_timeout_s, bool) or not isinstance(
+        crate_timeout_s, (int, float)
+    ):
+        return "config.crate_timeout_s: not a number"
+    if not isinstance(config.get("binding_profile", ""), str):
+        return "config.binding_profile: not a text"
+    if not isinstance(data["mutant_set"].get("tool"), str):
+        return "mutant_set.tool: not a text"
+    return next(
+        (
+            f"versions.{key}: not a text"
+            for key in ("crate", "hypothesis")
+            if not isinstance(data["versions"].get(key), str)
+        ),
+        None,
+    )
+
+
 def _report_problem(data: dict[str, Any]) -> str | None:
     """The first field `merge` cannot read as a shard run writes it, if any."""
     problem = _type_problem("", data, _REPORT_TYPES)
@@ -301,8 +323,9 @@ def _report_problem(data: dict[str, Any]) -> str | None:
         shard = _SHARD.fullmatch(data["shard"])
         if shard is None or not 1 <= int(shard[1]) <= int(shard[2]):
             return f"shard: {data['shard']!r} is not K/N with 1 <= K <= N"
-    if not isinstance(data["config"].get("crate_timeout_s"), (int, float)):
-        return "config.crate_timeout_s: not a number"
+    problem = _texts_problem(data)
+    if problem is not None:
+        return problem
     for index, entry in enumerate(data["mutants"]):
         problem = _entry_problem(index, entry)
         if problem is not None:

@@ -64,6 +64,7 @@ from model.errors import (
     AffinityError,
     PolicyConfigError,
     QueueUsageError,
+    SchedulerError,
     UnsupportedError,
 )
 from properties import get
@@ -184,7 +185,13 @@ def factory_for(
     return native, f"native (dynamo-kv-router {CRATE_VERSION})"
 
 
-BUILD_ERRORS = (AffinityError, UnsupportedError, QueueUsageError, PolicyConfigError)
+BUILD_ERRORS = (
+    AffinityError,
+    UnsupportedError,
+    QueueUsageError,
+    PolicyConfigError,
+    SchedulerError,
+)
 
 
 def replay(trace: Trace, factory: Factory, sut: str) -> Replay:
