@@ -19,8 +19,8 @@ exits 2. Bad input is never a verdict about the system under test.
 Why hand-written rather than a typed-validation library: the checks are a few
 small functions shared by every format, the formats' codecs are driven by the
 model's own dataclass annotations (so a schema library would need a second
-copy of every operation), and the comparison on a corpus trace (docs/figures.md,
-"Reading inputs") found no speed to gain.
+copy of every operation), and the comparison on a corpus trace
+(docs/inputs.md) found no speed to gain.
 """
 
 from __future__ import annotations

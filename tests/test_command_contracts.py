@@ -119,6 +119,16 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.replay", ("{surrogate}",), "not valid Unicode (a lone surrogate): '\\ud800'"),
     ("ci.replay", ("{latin1}",), "latin1.json: not UTF-8 (byte 14: 0xe9)"),
     ("ci.replay", ("/dev/zero",), "more than the cap of"),
+    (
+        "ci.replay",
+        (TRACE, "--emit", "rust", "--out", NOT_A_FOLDER + "/t.rs"),
+        "--out {file}/below/t.rs: {file} is not a folder",
+    ),
+    (
+        "ci.replay.corpus",
+        ("add", TRACE, "--name", "x", "--corpus-dir", NOT_A_FOLDER),
+        "--corpus-dir {file}/below: {file} is not a folder",
+    ),
     ("ci.replay.minimize", ("{surrogate}", "--out", "{file}.min"), "lone surrogate"),
     (
         "ci.gate",

@@ -221,6 +221,10 @@ HOSTILE_VALUES = st.one_of(
     st.sampled_from(("\udcff", "a\udfffb", "\ud800\ud800")),
 )
 """Hostile values, and huge numbers and lone surrogates drawn beyond them."""
+HUGE_NUMBERS = st.one_of(
+    st.sampled_from((-1, 2**32, 2**63, 2**64, 2**70)), st.integers(-(2**80), 2**80)
+)
+"""Integers past `u32`, `u64` and `usize`, and negative ones."""
 
 
 def _paths(value: object, prefix: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
@@ -249,11 +253,21 @@ Corruption = tuple[str, object, object]
 @st.composite
 def corruptions(draw: st.DrawFn, original: bytes) -> Corruption:
     """How to corrupt `original` (small, so that a failing example prints short)."""
-    how = draw(st.sampled_from(("truncate", "flip", "set", "set-raw", "delete")))
+    kinds = ("truncate", "flip", "set", "set-raw", "delete", "number")
+    how = draw(st.sampled_from(kinds))
     if how in {"truncate", "flip"}:
         return how, draw(st.integers(0, len(original) - 1)), draw(st.integers(1, 255))
-    path = draw(st.sampled_from(_paths(json.loads(original))))
+    document = json.loads(original)
+    numbers = [path for path in _paths(document) if _is_int(document, path)]
+    if how == "number" and numbers:  # an integer, out of every range a binding has
+        return "set", draw(st.sampled_from(numbers)), draw(HUGE_NUMBERS)
+    path = draw(st.sampled_from(_paths(document)))
     return how, path, None if how == "delete" else draw(HOSTILE_VALUES)
+
+
+def _is_int(document: object, path: tuple[object, ...]) -> bool:
+    value = _parent(document, path)[path[-1]]
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def corrupted(original: bytes, corruption: Corruption) -> bytes:
