@@ -27,7 +27,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ci.cli import OneLineParser, UsageError
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    WriteFailed,
+    write_failed,
+    write_results,
+)
 from ci.replay.scheduler import KIND
 from ci.replay.trace import Trace, load
 from model.scheduler.ops import (
@@ -198,7 +204,7 @@ def catch_canaries(directory: Path = DIRECTORY) -> list[Path]:
         found = KIND.record_harness(harness, f"The machine's catch of canary {name}.")
         small, _ = minimize(found, factory)
         path = directory / f"canary_{name}.json"
-        path.write_text(small.dumps(), encoding="utf-8")
+        write_results({path: small.dumps()})
         written.append(path)
     return written
 
@@ -222,13 +228,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         for path in stale:
             print(f"stale: {path.name}", file=sys.stderr)
         return 1 if stale else 0
-    DIRECTORY.mkdir(parents=True, exist_ok=True)
-    for path, text in build().items():
-        path.write_text(text, encoding="utf-8")
-        print(f"wrote {path.name}")
-    if arguments.catch_canaries:
-        for path in catch_canaries():
+    try:
+        files = build()
+        write_results(files)
+        for path in files:
             print(f"wrote {path.name}")
+        if arguments.catch_canaries:
+            for path in catch_canaries():
+                print(f"wrote {path.name}")
+    except WriteFailed as error:
+        return write_failed("ci.replay.corpus.scheduler_scenarios", error)
     return 0
 
 
