@@ -61,7 +61,7 @@ def test_a_changed_result_is_reported_with_its_program_and_step(tmp_path: Path) 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--compare", "/nonexistent/parity.json"], "cannot read"),
+        (["--compare", "/nonexistent/parity.json"], "no such file"),
         (["--record", "x.json", "--programs", "0"], "at least 1"),
         ([], "one of the arguments"),
         (["--compare", "{not_a_record}"], "is not a queue-parity/1 record"),

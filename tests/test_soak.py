@@ -280,7 +280,7 @@ def test_pieces_merge_only_when_they_ran_the_same_code_under_test(
         ("seed", -3, "seed: want a whole number of at least 1: -3"),
         ("seed", "4", "seed: want a whole number of at least 1: '4'"),
         ("seconds", "12", "seconds: want a finite number of seconds >= 0: '12'"),
-        ("seconds", float("nan"), "seconds: want a finite number of seconds >= 0: nan"),
+        ("seconds", float("nan"), "not valid JSON: NaN is not a JSON number"),
         ("seconds", -1.5, "seconds: want a finite number of seconds >= 0: -1.5"),
         ("targets", {}, "targets: want a list"),
     ],
