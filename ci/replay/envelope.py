@@ -32,7 +32,8 @@ newline, so that two recordings of one program are byte-identical and a
 review diff shows only what changed.
 
 The loader is strict: a malformed or hand-edited file raises `TraceError`
-with one line naming the file, the place (`step 3`, `config`) and the problem.
+with one line naming the file, the field as a JSON path (`steps[2].op.handle`,
+`config.ttl_ns`) and the problem (`ci/inputs.py`, `docs/inputs.md`).
 """
 
 from __future__ import annotations
