@@ -265,3 +265,65 @@ def test_a_failed_replace_leaves_the_old_file_and_no_staging(
 
     assert "old\n" == target.read_text(encoding="utf-8")
     assert [target] == sorted(path for path in tmp_path.iterdir() if path.is_file())
+
+
+OUT_OF_RANGE = (-1, 2**64, 2**70)
+"""Below every unsigned type, just past `u64` and `usize`, far past both."""
+
+
+def _integer_fields(
+    value: object, path: tuple[object, ...] = ()
+) -> list[tuple[object, ...]]:
+    """Paths to the integers of an operation, configuration or header."""
+    if isinstance(value, bool):
+        return []
+    if isinstance(value, int):
+        return [path]
+    found: list[tuple[object, ...]] = []
+    if isinstance(value, dict):
+        for key in sorted(value):
+            if len(path) == 2 and path[0] == "steps" and key != "op":
+                continue  # recorded answers: a changed one is drift, not input
+            found += _integer_fields(value[key], (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _integer_fields(item, (*path, index))
+    return found
+
+
+def _corpus_cases() -> list[tuple[Path, tuple[object, ...]]]:
+    """Each corpus file's integer fields, one per subject and field name."""
+    seen: set[tuple[object, ...]] = set()
+    cases = []
+    for path in sorted(CORPUS.rglob("*.json")):
+        document = json.loads(path.read_text(encoding="utf-8"))
+        for field in _integer_fields(document):
+            if field in {("schema_version",), ("history_format",)}:
+                continue
+            names = tuple(part for part in field if isinstance(part, str))
+            key = (document.get("subject"), *names)
+            if key not in seen:
+                seen.add(key)
+                cases.append((path, field))
+    return cases
+
+
+def test_no_integer_out_of_range_in_the_corpus_replays_as_a_verdict(
+    tmp_path: Path,
+) -> None:
+    """Each integer field of the corpus, out of range: refused (2) or modelled (0)."""
+    target = tmp_path / "trace.json"
+    cases = _corpus_cases()
+    verdicts = []
+    for source, field in cases:
+        for value in OUT_OF_RANGE:
+            document = json.loads(source.read_text(encoding="utf-8"))
+            _set(*field, to=value)(document)
+            target.write_text(json.dumps(document), encoding="utf-8")
+            with redirect_stdout(io.StringIO()), redirect_stderr(io.StringIO()):
+                status = replay_main([str(target)])
+            if status not in {0, 2}:
+                verdicts.append(f"{source.name} {field} = {value}: exit {status}")
+
+    assert len(cases) > 40  # the scan reaches every subject's fields
+    assert [] == verdicts
