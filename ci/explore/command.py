@@ -403,7 +403,7 @@ def _counterexamples(bounds: Sequence[Bound], out: Path, console: Console) -> in
     return 1 if failed else 0
 
 
-def _artifact_dir() -> Path:
+def artifact_dir() -> Path:
     """`ci/artifacts/explore/<utc-stamp>/`, with `latest` pointing at it."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = ARTIFACTS_DIR / stamp
@@ -570,7 +570,7 @@ def _run_replay(
 def _run_counterexamples(
     bounds: Sequence[Bound], args: argparse.Namespace, console: Console
 ) -> int:
-    return _counterexamples(bounds, args.out or _artifact_dir(), console)
+    return _counterexamples(bounds, args.out or artifact_dir(), console)
 
 
 def _run_picture(
