@@ -25,6 +25,7 @@ from ci.explore.scheduler_graph import (
     CI_SCHEDULER_BOUNDS,
     SCHEDULER_BOUNDS,
     SchedulerExploration,
+    SchedulerNode,
     advance_steps_ms,
     bound_ops,
     node_of,
@@ -196,6 +197,20 @@ def test_a_due_time_one_ms_ahead_never_asks_for_a_negative_step() -> None:
     steps = advance_steps_ms(bound, _waiting_due_in(1))
 
     assert [0, 1, 2] == steps
+
+
+def test_a_due_time_in_the_past_is_asked_for_only_once_the_clock_has_moved() -> None:
+    """Due one ms ago is offered from t = 1 ms, never as an instant before 0."""
+    bound = scheduler_bound_named("lanes")
+    root = node_of(ModelScheduler(bound.config).state)
+    later = ModelScheduler(bound.config)
+    later.advance(1)
+
+    def dues(node: SchedulerNode) -> set[int | None]:
+        return {op.due_ms for op in bound_ops(bound, node) if type(op) is Schedule}
+
+    assert {None, 0, 1, 2} == dues(root)
+    assert {None, 0, 1, 2, 3} == dues(node_of(later.state))
 
 
 def test_the_alphabet_frees_every_booking_and_one_id_without_one() -> None:

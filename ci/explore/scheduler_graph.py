@@ -26,9 +26,10 @@ within `depth_max` steps of a fresh scheduler, under this alphabet" -- never
 
 * `Schedule` of the next id for each declared lane (a worker, pinned to it or
   as its only allowed worker, through the shared lane), each prompt size
-  and each due offset (None: no due time; 0: due exactly now, rejected at
-  once; 1, 2: due one or two ms ahead), while fewer than `requests_max`
-  requests were scheduled (past that: excluded, and counted);
+  and each due offset (None: no due time; -1: due one ms ago, and 0: due
+  exactly now, both rejected at once; 1, 2: due one or two ms ahead; no due
+  time before t = 0), while fewer than `requests_max` requests were
+  scheduled (past that: excluded, and counted);
 * `Free` of every booked id, then of the first id without a booking (refused
   as `not_found`, changing nothing);
 * `SetCapacity` of each worker to each declared capacity (its own value
@@ -179,6 +180,7 @@ def bound_ops(bound: SchedulerBound, node: Node) -> list[SchedulerOp]:
         for worker, pinned in bound.lanes
         for isl in bound.isl_tokens
         for offset in bound.due_offsets_ms
+        if offset is None or state.now_ms + offset >= 0  # no instant before 0
     ]
     asked = [request.request_id for request in node.inputs]
     ops += [Free(rid) for rid in sorted(state.booked)]
@@ -282,6 +284,10 @@ def explore(
 _DUES_MS = (None, 0, 1, 2)
 """No due time; due now (rejected at once); one and two ms ahead."""
 
+_DUES_AND_PAST_MS = (None, -1, *_DUES_MS[1:])
+"""The same, and due one ms ago (rejected at once; from t = 1 ms on): a
+scheduler machine never asks for that."""
+
 _THREE_LANES = ((0, True), (0, False), (1, False))
 """Worker 0 pinned and shared, worker 1 shared: a blocked pinned lane, and a
 shared head for worker 0 with a request for worker 1 behind it."""
@@ -299,7 +305,7 @@ SCHEDULER_BOUNDS: tuple[SchedulerBound, ...] = (
         capacities_tokens=(0, 0),
         lanes=_THREE_LANES,
         isl_tokens=(1,),
-        due_offsets_ms=_DUES_MS,
+        due_offsets_ms=_DUES_AND_PAST_MS,
         capacity_choices_tokens=(2,),
         advance_steps_ms=(1,),
         requests_max=3,
@@ -318,7 +324,7 @@ SCHEDULER_BOUNDS: tuple[SchedulerBound, ...] = (
         capacities_tokens=(0, 0),
         lanes=_THREE_LANES,
         isl_tokens=(1,),
-        due_offsets_ms=(None, 0, 2),
+        due_offsets_ms=(None, -1, 0, 2),
         capacity_choices_tokens=(2,),
         advance_steps_ms=(1,),
         requests_max=3,
@@ -342,8 +348,8 @@ SCHEDULER_BOUNDS: tuple[SchedulerBound, ...] = (
     ),
 )
 """The declared scheduler bounds, smallest first: `lanes` (two workers of
-capacity 0, three lanes, every due offset, 3 steps), `handoff` (the same
-lanes, 4 steps, due offsets none, 0 and 2) and `wide` (capacities 1 and 0,
+capacity 0, three lanes, due offsets none, -1 to 2, 3 steps), `handoff` (the
+same lanes, 4 steps, due offsets none, -1, 0 and 2) and `wide` (capacities 1 and 0,
 every lane, prompts of 0 and 1 token, capacities 0 to 2, every due offset,
 4 steps: 431,201 states)."""
 
