@@ -26,17 +26,12 @@ from collections.abc import Callable
 from typing import Any, ClassVar, cast
 
 from hypothesis import settings
-from hypothesis.stateful import (
-    initialize,
-    precondition,
-    rule,
-    run_state_machine_as_test,
-)
+from hypothesis.stateful import initialize, run_state_machine_as_test
 
 from ci.explore.coverage import (
+    HorizonRestrictedBase,
     MachineRun,
     MachineStep,
-    RestrictedBase,
     RuleTable,
     check_rule_table,
     run_restricted,
@@ -126,12 +121,11 @@ def run_scheduler_machine(bound: SchedulerBound, profile: str) -> MachineRun[Any
     )
 
 
-class _RestrictedSchedulerMachine(RestrictedBase):
+class _RestrictedSchedulerMachine(HorizonRestrictedBase):
     """Hypothesis choosing only among a bound's own operations, within its depth.
 
-    `run_restricted` adds one rule per operation type; once a program is
-    `depth_max` steps long only `past_the_horizon` (which applies nothing) is
-    enabled, so every recorded step is a graph edge.
+    `run_restricted` adds one rule per operation type; past `depth_max` only
+    `past_the_horizon` is enabled (`HorizonRestrictedBase`).
     """
 
     bound: ClassVar[SchedulerBound]
@@ -148,7 +142,7 @@ class _RestrictedSchedulerMachine(RestrictedBase):
 
     def enabled(self, op_type: type[object]) -> list[SchedulerOp]:
         """The node's operations of `op_type` that stay in the bound."""
-        if self.steps >= self.bound.depth_max:
+        if self.past_horizon():
             return []
         if self._enabled_step != self.steps:
             self._enabled_step = self.steps
@@ -171,10 +165,9 @@ class _RestrictedSchedulerMachine(RestrictedBase):
         self.node = after
         self.steps += 1
 
-    @precondition(lambda self: self.steps >= self.bound.depth_max)
-    @rule()
-    def past_the_horizon(self) -> None:
-        """Beyond `depth_max` nothing is applied (the graph ends there)."""
+    def depth(self) -> int:
+        """Operations applied in this program so far."""
+        return self.steps
 
 
 def run_restricted_scheduler_machine(
