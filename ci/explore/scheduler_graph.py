@@ -98,11 +98,11 @@ class SchedulerBound:
 
     def describe(self) -> str:
         """One line naming the bound's workers, alphabet and limits."""
-        dues = ["none" if d is None else f"+{d}" for d in self.due_offsets_ms]
+        dues = ["none" if d is None else f"{d:+d}" for d in self.due_offsets_ms]
         lanes = [f"w{w} {'pinned' if p else 'shared'}" for w, p in self.lanes]
         return (
             f"capacities={list(self.capacities_tokens)} lanes=[{', '.join(lanes)}] "
-            f"isl_tokens={list(self.isl_tokens)} due_ms=[{', '.join(dues)}] "
+            f"isl_tokens={list(self.isl_tokens)} due_in_ms=[{', '.join(dues)}] "
             f"set_capacity={list(self.capacity_choices_tokens)} "
             f"advance_ms={list(self.advance_steps_ms)} and -1/0/+1 of each due "
             f"requests_max={self.requests_max} depth_max={self.depth_max}"
