@@ -261,6 +261,14 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         trace_kind=lazy("ci.replay.scheduler", "KIND"),
         canaries=lazy("ci.canaries.scheduler"),
         rust_writer=lazy("ci.replay.rust.scheduler"),
+        explorer=Explorer(
+            bounds=lazy("ci.explore.scheduler_graph", "SCHEDULER_BOUNDS"),
+            explore=lazy("ci.explore.scheduler_graph", "explore"),
+            machines=lazy("ci.explore.scheduler_coverage", "SCHEDULER_RUNNERS"),
+            coverage_bounds=("lanes",),
+            counts_section="scheduler",
+            commands=lazy("ci.explore.scheduler_replay", "SCHEDULER_COMMANDS"),
+        ),
         targets=(
             Target(
                 "scheduler",

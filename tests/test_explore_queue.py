@@ -130,7 +130,7 @@ def test_the_queue_counts_have_their_own_section_beside_the_affinity_rows() -> N
     """The pinned file keeps affinity rows at its top level and queue rows apart."""
     raw = json.loads(explore_cli.COUNTS_PATH.read_text())
 
-    assert sorted([*(b.name for b in BOUNDS), "queue"]) == sorted(raw)
+    assert sorted([*(b.name for b in BOUNDS), "queue", "scheduler"]) == sorted(raw)
     assert sorted(b.name for b in QUEUE_BOUNDS) == sorted(read_counts("queue"))
     assert raw["queue"] == read_counts("queue")
 

@@ -3,16 +3,17 @@
 Every subject whose entry in the subject registry (`ci.subjects`) declares an
 `Explorer` is explored: the affinity table (`--subject affinity`, the default;
 its bounds are `BOUNDS` in `ci/explore/bounds.py`, its states
-`ci/explore/graph.py`) and the policy queue (`--subject queue`; bounds
-`QUEUE_BOUNDS` and canonical states in `ci/explore/queue_graph.py`). Each
-declared bound is enumerated
+`ci/explore/graph.py`), the policy queue (`--subject queue`; bounds
+`QUEUE_BOUNDS` and canonical states in `ci/explore/queue_graph.py`) and the
+public scheduler (`--subject scheduler`; bounds `SCHEDULER_BOUNDS` and states
+in `ci/explore/scheduler_graph.py`). Each declared bound is enumerated
 breadth-first into a `networkx.MultiDiGraph` whose edges are labelled by
 operation and outcome. On every state and every edge each `always` property
 of the subject is checked; each `sometimes` goal must be reached unless the
 bound declares it out of reach, with a reason. Node, edge and depth counts are
 pinned in `ci/explore/state_counts.json` (affinity bounds at the top level, the
-queue's under the `queue` key: the entry's `counts_section`): a change is a
-reviewed diff (`--update-counts`).
+queue's and the scheduler's under their own keys: the entry's
+`counts_section`): a change is a reviewed diff (`--update-counts`).
 
 A pass means "no property violated within these bounds" -- the configurations,
 vocabularies and depths listed in the bounds -- never "verified".
@@ -25,7 +26,7 @@ arguments):
     python -m ci.explore --update-counts   rewrite the subject's pinned counts
     python -m ci.explore --bench           states/s and seconds per bound
     python -m ci.explore --replay          edge-covering replay against the crate
-    python -m ci.explore --counterexamples shortest counterexamples of MODEL_CANARIES
+    python -m ci.explore --counterexamples shortest counterexamples of the canaries
     python -m ci.explore --coverage        how much of each bound Hypothesis covers
                                            (coverage_summary() for the gate)
     python -m ci.explore --picture     regenerate ci/explore/graphs/picture.{dot,svg}
@@ -33,8 +34,10 @@ arguments):
 `--subject NAME` picks the subject (default affinity); every subject offers
 the default check, `--update-counts`, `--bench` and `--coverage`, and the
 commands its `Explorer.commands` names (affinity: `--replay`,
-`--counterexamples`, `--picture`; the queue's graph relabels payloads, so its
-paths are not replayed verbatim, and it has no model canaries or picture).
+`--counterexamples`, `--picture`; the scheduler: `--replay` and
+`--counterexamples`, both through scheduler traces
+(`ci/explore/scheduler_replay.py`); the queue's graph relabels payloads, so
+its paths are not replayed verbatim, and it has no model canaries or picture).
 `--bound NAME` (repeatable) restricts any command to some of the subject's
 bounds; `--profile NAME` picks the Hypothesis profile
 for `--coverage` (default: the selected one, `ci` unless told).
@@ -442,7 +445,7 @@ def _counterexamples(bounds: Sequence[Bound], out: Path, console: Console) -> in
     return 1 if failed else 0
 
 
-def _artifact_dir() -> Path:
+def artifact_dir() -> Path:
     """`ci/artifacts/explore/<utc-stamp>/`, with `latest` pointing at it."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = ARTIFACTS_DIR / stamp
@@ -611,7 +614,7 @@ def _run_replay(
 def _run_counterexamples(
     bounds: Sequence[Bound], args: argparse.Namespace, console: Console
 ) -> int:
-    return _counterexamples(bounds, args.out or _artifact_dir(), console)
+    return _counterexamples(bounds, args.out or artifact_dir(), console)
 
 
 def _run_picture(

@@ -25,8 +25,10 @@ every step it takes is a graph edge. Its fractions separate "Hypothesis leaves
 the bound" (the first machine) from "Hypothesis' choices within the bound".
 
 The measurement (`MachineStep`, `MachineRun`, `measure`) and the restricted
-machines' rule builder (`run_restricted`) are shared with the policy queue,
-whose machines live in `ci.explore.queue_coverage`.
+machines' rule builder (`run_restricted`) are shared with the policy queue
+and the scheduler, whose machines live in `ci.explore.queue_coverage` and
+`ci.explore.scheduler_coverage`; `HorizonRestrictedBase` (a restricted machine
+that stops at `depth_max`) with the scheduler.
 """
 
 from __future__ import annotations
@@ -234,6 +236,32 @@ class RestrictedBase(RuleBasedStateMachine):
     programs: ClassVar[int] = 0
 
 
+class HorizonRestrictedBase(RestrictedBase):
+    """A restricted machine over a graph cut at a depth horizon.
+
+    `depth()` counts the operations applied so far; once it reaches the
+    bound's `depth_max`, the machine's `enabled` offers nothing and only
+    `past_the_horizon` (which applies nothing) is enabled, so every recorded
+    step is a graph edge. The affinity and scheduler bounds are cut so.
+    """
+
+    bound: ClassVar[Any]  # any bound with a `depth_max`
+
+    def depth(self) -> int:
+        """Operations applied in this program so far."""
+        raise NotImplementedError
+
+    def past_horizon(self) -> bool:
+        """The program is `depth_max` operations long: nothing more applies."""
+        depth_max: int = self.bound.depth_max
+        return self.depth() >= depth_max
+
+    @precondition(lambda self: self.past_horizon())
+    @rule()
+    def past_the_horizon(self) -> None:
+        """Beyond `depth_max` nothing is applied (the graph ends there)."""
+
+
 class _Restricting(Protocol):
     """What a restricted machine offers its generated rules."""
 
@@ -246,7 +274,7 @@ class _Restricting(Protocol):
         ...
 
 
-class _RestrictedMachine(RestrictedBase):
+class _RestrictedMachine(HorizonRestrictedBase):
     """Hypothesis choosing only among a bound's own operations, within its depth.
 
     One rule per operation type of the bound draws from exactly the operations
@@ -273,7 +301,7 @@ class _RestrictedMachine(RestrictedBase):
 
     def enabled(self, op_type: type[object]) -> list[Op]:
         """The bound's operations of `op_type` from here that stay in the bound."""
-        if self.harness.steps >= self.bound.depth_max:
+        if self.past_horizon():
             return []
         if self._enabled_step != self.harness.steps:
             self._enabled_step = self.harness.steps
@@ -294,10 +322,10 @@ class _RestrictedMachine(RestrictedBase):
         )
         assert not report.violations, report.first_difference()
 
-    @precondition(lambda self: self.harness.steps >= self.bound.depth_max)
-    @rule()
-    def past_the_horizon(self) -> None:
-        """Beyond `depth_max` nothing is applied (the graph ends there)."""
+    def depth(self) -> int:
+        """The harness' step count."""
+        steps: int = self.harness.steps
+        return steps
 
 
 def _restricted_rule(op_type: type[object]) -> Any:

@@ -12,6 +12,7 @@ and the harness' model must land on exactly the state the graph recorded.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from ci.explore import search
@@ -65,8 +66,9 @@ def edge_cover_paths(
 class ReplayFailure:
     """The first step of a covering path on which the two sides disagreed."""
 
-    path: tuple[Op, ...]  # from the initial state; the last op failed
+    path: tuple[object, ...]  # from the initial state; the last op failed
     difference: str
+    trace: Path | None = None  # where the failing path was written, if it was
 
 
 @dataclass(frozen=True)

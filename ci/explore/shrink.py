@@ -2,23 +2,26 @@
 
 A broken model (`ci.canaries.affinity.MODEL_CANARIES`) is explored in place of
 the reference; breadth-first order makes the first violated property's path a
-shortest counterexample within the bound. `shrink_quality` sets it beside the
-program Hypothesis reports for the same canary: the differential machine runs
-with the canary as its system under test under `CANARY_SETTINGS`, and the
-failing program's length is read from the harness' step counter at teardown
-(Hypothesis replays the shrunk program last, so the last teardown is its).
+shortest counterexample within the bound. `shortest_violation` is that search
+over several bounds for any subject (the scheduler's canaries use it too).
+`shrink_quality` sets it beside the program Hypothesis reports for the same
+canary: the differential machine runs with the canary as its system under
+test under `CANARY_SETTINGS`, and the failing program's length is read from
+the harness' step counter at teardown (Hypothesis replays the shrunk program
+last, so the last teardown is its).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import ClassVar, cast
+from typing import Any, ClassVar, TypeVar, cast
 
 from hypothesis.stateful import run_state_machine_as_test
 
 from ci.explore.graph import Bound, explore
+from ci.explore.search import BoundLike, Exploration, Violation
 from ci.profiles import CANARY_SETTINGS
 from ci.replay.affinity import record
 from ci.replay.trace import save
@@ -37,27 +40,50 @@ class Counterexample:
     ops: tuple[Op, ...]
 
 
+BoundT = TypeVar("BoundT", bound=BoundLike)
+
+
+def shortest_violation(
+    bounds: Sequence[BoundT],
+    find: Callable[[BoundT, int], Exploration[BoundT, Any, Any]],
+) -> tuple[BoundT, Violation[Any]] | None:
+    """The shortest first violation over `bounds` (the first bound wins a tie).
+
+    `find(bound, depth_max)` explores `bound` no deeper than `depth_max`,
+    stopping at its first violation; any subject's explorer fits.
+    """
+    best: tuple[BoundT, Violation[Any]] | None = None
+    for bound in bounds:
+        # Once a counterexample is known, only a strictly shorter one matters.
+        depth_max = bound.depth_max if best is None else len(best[1].path) - 1
+        if depth_max < 1:
+            continue
+        found = find(bound, min(bound.depth_max, depth_max))
+        if not found.violations:
+            continue
+        violation = found.violations[0]
+        if best is None or len(violation.path) < len(best[1].path):
+            best = (bound, violation)
+    return best
+
+
 def shortest_counterexample(
     canary: str, model_type: type[ModelAffinity], bounds: Sequence[Bound]
 ) -> Counterexample | None:
     """The shortest violation over `bounds` (the first bound wins a tie)."""
-    best: Counterexample | None = None
-    for bound in bounds:
-        # Once a counterexample is known, only a strictly shorter one matters.
-        depth_max = bound.depth_max if best is None else len(best.ops) - 1
-        if depth_max < 1:
-            continue
-        found = explore(
-            replace(bound, depth_max=min(bound.depth_max, depth_max)),
+
+    def find(bound: Bound, depth_max: int) -> Exploration[Bound, Any, Any]:
+        return explore(
+            replace(bound, depth_max=depth_max),
             model_type,
             stop_at_first_violation=True,
         )
-        if not found.violations:
-            continue
-        violation = found.violations[0]
-        if best is None or len(violation.path) < len(best.ops):
-            best = Counterexample(canary, bound, violation.prop, violation.path)
-    return best
+
+    best = shortest_violation(bounds, find)
+    if best is None:
+        return None
+    bound, violation = best
+    return Counterexample(canary, bound, violation.prop, violation.path)
 
 
 # ---- trace files -------------------------------------------------------------
