@@ -259,15 +259,7 @@ def test_exploring_a_scheduler_canary_finds_its_shortest_violation(
 @pytest.mark.parametrize(
     "canary",
     [
-        pytest.param(
-            "cancelled_stays_counted",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="the antecedent of pending_counters_sum_the_waiting_requests "
-                "(a request waits) is false once the last waiting request is "
-                "cancelled, which is exactly when this canary's count is wrong",
-            ),
-        ),
+        "cancelled_stays_counted",
         "due_off_by_one",
         "lane_never_rechecked",
     ],

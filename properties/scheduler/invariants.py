@@ -281,11 +281,6 @@ def received_total_counts_every_scheduled_request(view: SchedulerView) -> bool:
     return view.seen.stats.received_total == len(view.state.requests)
 
 
-def a_request_waits(view: SchedulerView) -> bool:
-    """At least one request is waiting."""
-    return bool(_with_kind(view, "waiting"))
-
-
 def a_request_was_cancelled(view: SchedulerView) -> bool:
     """Some request's caller went away while it waited."""
     return bool(_with_kind(view, "cancelled"))
@@ -295,7 +290,7 @@ def a_request_was_cancelled(view: SchedulerView) -> bool:
     "scheduler",
     "always",
     "state",
-    antecedent=a_request_waits,
+    antecedent=requests_were_scheduled,
     boundary=a_request_was_cancelled,
     reads=(f"{TABLE}.schedule", f"{TABLE}.cancel", f"{TABLE}.drain"),
     guards=(
