@@ -115,26 +115,14 @@ class AffinityMachine(DifferentialMachine):
     subject = AffinitySubject
     factory: ClassVar[SutFactory | None] = None
 
-    def __init__(self) -> None:
-        """No harness yet, and so no state read."""
-        super().__init__()
-        self._read: tuple[AffinityHarness, int, AffinityState] | None = None
-
     def _harness(self) -> AffinityHarness:
         assert isinstance(self.harness, AffinityHarness)
         return self.harness
 
     def _state(self) -> AffinityState:
-        """The model's state, read once per step: guards and draws share it.
-
-        The model changes only through the harness' steps, so a read is good
-        until the harness takes its next step (or a new harness starts).
-        """
-        harness = self._harness()
-        read = self._read
-        if read is None or read[0] is not harness or read[1] != harness.steps:
-            read = self._read = (harness, harness.steps, harness.model.state())
-        return read[2]
+        """The model's state between steps (`Harness.state`: no fresh snapshot)."""
+        state: AffinityState = self._harness().state
+        return state
 
     # ---- guards (model only) -----------------------------------------------
 

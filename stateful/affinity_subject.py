@@ -17,7 +17,7 @@ Obligations of `states_agree` (after every step):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from model.affinity.api import AffinityApi
@@ -160,6 +160,11 @@ class AffinitySubject(Subject[AffinityConfig, Op]):
     def difference(self, model_view: Any, sut_view: Any) -> str:
         """`view_difference`."""
         return view_difference(model_view, sut_view)
+
+    def carried(self, after: Any) -> AffinityState:
+        """`after` with its publications drained, as the observation left the model."""
+        state: AffinityState = after
+        return replace(state, published=()) if state.published else state
 
 
 class AffinityHarness(Harness[AffinityConfig, Op]):
