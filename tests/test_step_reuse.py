@@ -28,7 +28,7 @@ from stateful.affinity_subject import AffinityHarness
 from stateful.machine import sampled_from
 
 EXAMPLES = 30
-"""Programs of the carried-state machine: enough to publish and drop tables."""
+"""Programs of the snapshot-checking machine (model against model, so quick)."""
 
 
 def test_the_carried_state_is_the_models_state_after_every_step() -> None:
