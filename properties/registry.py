@@ -115,7 +115,27 @@ class Verdict:
 
 
 _REGISTRY: dict[str, Property] = {}
-_SELECTIONS: dict[tuple[Subject, Over], tuple[list[Property], list[Property]]] = {}
+
+
+_Predicate = Callable[[Any], bool]
+_Always = tuple[str, _Predicate, _Predicate, _Predicate | None]
+"""An `always` property as evaluated: name, predicate, antecedent, boundary."""
+
+
+@dataclass(frozen=True)
+class _Selection:
+    """The properties of one subject over one kind, ready to evaluate.
+
+    Built once per (subject, over) after the last registration: `always` as
+    (name, predicate, antecedent, boundary or None), `sometimes` as (name,
+    predicate), both in name order.
+    """
+
+    always: tuple[_Always, ...]
+    sometimes: tuple[tuple[str, _Predicate], ...]
+
+
+_SELECTIONS: dict[tuple[Subject, Over], _Selection] = {}
 
 
 def condition(predicate: Callable[[Any], bool]) -> Condition:
@@ -213,15 +233,24 @@ def get(name: str) -> Property:
     return _REGISTRY[name]
 
 
-def _selection(subject: Subject, over: Over) -> tuple[list[Property], list[Property]]:
-    """(always, sometimes) properties of `subject` over `over`, looked up once."""
+def _selection(subject: Subject, over: Over) -> _Selection:
+    """The properties of `subject` over `over`, selected once (registration resets)."""
     key = (subject, over)
-    if key not in _SELECTIONS:
-        _SELECTIONS[key] = (
-            properties(subject, "always", over),
-            properties(subject, "sometimes", over),
+    selected = _SELECTIONS.get(key)
+    if selected is None:
+        always: list[_Always] = []
+        for prop in properties(subject, "always", over):
+            assert prop.antecedent is not None
+            boundary = None if prop.boundary is None else prop.boundary.predicate
+            always.append(
+                (prop.name, prop.predicate, prop.antecedent.predicate, boundary)
+            )
+        sometimes = tuple(
+            (prop.name, prop.predicate)
+            for prop in properties(subject, "sometimes", over)
         )
-    return _SELECTIONS[key]
+        selected = _SELECTIONS[key] = _Selection(tuple(always), sometimes)
+    return selected
 
 
 def evaluate(subject: Subject, over: Over, value: Any) -> Verdict:
@@ -231,27 +260,27 @@ def evaluate(subject: Subject, over: Over, value: Any) -> Verdict:
     says; the antecedent only counts. A property that fails while its
     antecedent is false is reported as `misdeclared` as well as violated.
     """
-    always, sometimes = _selection(subject, over)
+    selected = _selection(subject, over)
     violated: list[str] = []
     exercised: list[str] = []
     at_boundary: list[str] = []
     misdeclared: list[str] = []
-    for prop in always:
-        holds = prop.predicate(value)
-        assert prop.antecedent is not None
-        relevant = prop.antecedent.predicate(value)
+    for name, predicate, antecedent, boundary in selected.always:
+        holds = predicate(value)
+        relevant = antecedent(value)
         if not holds:
-            violated.append(prop.name)
+            violated.append(name)
             if not relevant:
-                misdeclared.append(prop.name)
+                misdeclared.append(name)
         if relevant or not holds:
-            exercised.append(prop.name)
-            if prop.boundary is not None and prop.boundary.predicate(value):
-                at_boundary.append(prop.name)
-    reached = [prop.name for prop in sometimes if prop.predicate(value)]
+            exercised.append(name)
+            if boundary is not None and boundary(value):
+                at_boundary.append(name)
     return Verdict(
         violated=tuple(violated),
-        reached=tuple(reached),
+        reached=tuple(
+            name for name, predicate in selected.sometimes if predicate(value)
+        ),
         exercised=tuple(exercised),
         at_boundary=tuple(at_boundary),
         misdeclared=tuple(misdeclared),
@@ -261,13 +290,19 @@ def evaluate(subject: Subject, over: Over, value: Any) -> Verdict:
 def violated(subject: Subject, over: Over, value: Any) -> list[str]:
     """Names of the `always` properties of `subject` that `value` violates."""
     return [
-        prop.name for prop in _selection(subject, over)[0] if not prop.predicate(value)
+        name
+        for name, predicate, _, _ in _selection(subject, over).always
+        if not predicate(value)
     ]
 
 
 def reached(subject: Subject, over: Over, value: Any) -> list[str]:
     """Names of the `sometimes` properties of `subject` that `value` reaches."""
-    return [prop.name for prop in _selection(subject, over)[1] if prop.predicate(value)]
+    return [
+        name
+        for name, predicate in _selection(subject, over).sometimes
+        if predicate(value)
+    ]
 
 
 def goals(subject: Subject, tags: Iterable[str] = ()) -> list[Property]:

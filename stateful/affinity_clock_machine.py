@@ -38,6 +38,7 @@ from model.affinity.types import (
     Version,
 )
 from stateful.affinity_machine import AffinityMachine, configs, targets
+from stateful.machine import sampled_from
 
 INSTANT_RANGE_TTLS = (None, 2, 5)
 """Where the `Instant` range ends after a manual table's origin, in TTLs."""
@@ -75,7 +76,7 @@ class ManualClockMachine(AffinityMachine):
         Backwards (1 ns), a deadline 1 ns past the `Instant` range, a time past
         the range itself, and an update to the current time (accepted).
         """
-        state = self._harness().model.state()
+        state = self._state()
         instant_range_ns = state.config.instant_range_ns
         now_ns = {
             "backwards": state.now_ns - 1,
@@ -110,19 +111,19 @@ class ManualClockMachine(AffinityMachine):
         vacant = self._vacant_ids()
         if not vacant:
             return
-        session_id = data.draw(st.sampled_from(vacant), label="id")
+        session_id = data.draw(sampled_from(vacant), label="id")
         first = self._run(rule_name, Acquire(session_id, None)).expected.value
         if not isinstance(first, Initialize):
             return
         lease = self._run(rule_name, Commit(first.handle, dispatched)).expected.value
         second = self._run(rule_name, Acquire(session_id, None)).expected.value
-        entry = self._harness().model.state().entry(session_id)
+        entry = self._state().entry(session_id)
         if not isinstance(lease, int) or not isinstance(second, Bound):
             return
         assert isinstance(entry, Binding)
         newer = Version(entry.version.sequence + 1, entry.version.writer)
         self._run(rule_name, ApplyReplica(session_id, entry.target, newer))
-        refreshed = self._harness().model.state().entry(session_id)
+        refreshed = self._state().entry(session_id)
         assert isinstance(refreshed, Binding)
         self._run(rule_name, Advance(refreshed.deadline_ns))
         self._run(rule_name, Release(lease))
@@ -132,7 +133,7 @@ class ManualClockMachine(AffinityMachine):
         elif then == "query":
             self._run(rule_name, Query(session_id, None))
         elif others := self._vacant_ids():
-            other = data.draw(st.sampled_from(others), label="new id")
+            other = data.draw(sampled_from(others), label="new id")
             self._run(rule_name, Acquire(other, None))
 
 
@@ -156,5 +157,5 @@ class RuntimeClockRefusalMachine(AffinityMachine):
     @rule(data=st.data())
     def crate_advance_on_a_runtime_table(self, data: st.DataObject) -> None:
         """The crate's `advance_clock` on a runtime table is refused, alike."""
-        now_ns = data.draw(st.sampled_from(self._clock_targets()), label="now_ns")
+        now_ns = data.draw(sampled_from(self._clock_targets()), label="now_ns")
         self._run("crate_advance_on_a_runtime_table", CrateAdvance(now_ns))

@@ -57,7 +57,7 @@ from model.affinity.types import (
 )
 from properties.affinity.coverage import next_cleanup_ns
 from stateful.affinity_subject import AffinityHarness, AffinitySubject, SutFactory
-from stateful.machine import DifferentialMachine
+from stateful.machine import DifferentialMachine, sampled_from
 
 SESSION_POOL = ("a", "b", "c", "ßß", "ßßß", "x" * 300)
 """Ids by UTF-8 size: 1, 1, 1, 4 (2 chars), 6 (3 chars) and 300 bytes."""
@@ -119,10 +119,15 @@ class AffinityMachine(DifferentialMachine):
         assert isinstance(self.harness, AffinityHarness)
         return self.harness
 
+    def _state(self) -> AffinityState:
+        """The model's state between steps (`Harness.state`: no fresh snapshot)."""
+        state: AffinityState = self._harness().state
+        return state
+
     # ---- guards (model only) -----------------------------------------------
 
     def _handles(self, *kinds: type) -> list[int]:
-        state = self._harness().model.state()
+        state = self._state()
         return [number for number, handle in state.handles if isinstance(handle, kinds)]
 
     def has_holds(self) -> bool:
@@ -130,7 +135,7 @@ class AffinityMachine(DifferentialMachine):
         return bool(self._holds())
 
     def _holds(self) -> list[int]:
-        state = self._harness().model.state()
+        state = self._state()
         return [
             number
             for number, handle in state.handles
@@ -152,15 +157,13 @@ class AffinityMachine(DifferentialMachine):
 
     def has_consumed_handles(self) -> bool:
         """Some handle number was handed out and is gone now."""
-        state = self._harness().model.state()
+        state = self._state()
         return state.next_handle - 1 > len(state.handles)
 
     def may_drop(self) -> bool:
         """Late in a program, the table may be dropped once."""
         harness = self._harness()
-        return (
-            harness.steps >= STEPS_BEFORE_DROP_MIN and not harness.model.state().dropped
-        )
+        return harness.steps >= STEPS_BEFORE_DROP_MIN and not self._state().dropped
 
     # ---- rules -------------------------------------------------------------
 
@@ -184,16 +187,16 @@ class AffinityMachine(DifferentialMachine):
     @rule(data=st.data(), dispatched=targets)
     def commit(self, data: st.DataObject, dispatched: Target) -> None:
         """Committing a hold to a dispatched target gives the same lease or error."""
-        handle = data.draw(st.sampled_from(self._holds()), label="hold")
+        handle = data.draw(sampled_from(self._holds()), label="hold")
         self._run("commit", Commit(handle, dispatched))
 
     @precondition(has_holds)
     @rule(data=st.data())
     def commit_where_bound(self, data: st.DataObject) -> None:
         """Committing a hold where it is bound (the common path) agrees."""
-        handle = data.draw(st.sampled_from(self._holds()), label="hold")
+        handle = data.draw(sampled_from(self._holds()), label="hold")
         held = self._harness().model.handle(handle)
-        state = self._harness().model.state()
+        state = self._state()
         target = Target(1, None)
         if isinstance(held, LeaseHandle) and held.hold_target is not None:
             target = held.hold_target
@@ -271,38 +274,38 @@ class AffinityMachine(DifferentialMachine):
     @rule(data=st.data())
     def abort(self, data: st.DataObject) -> None:
         """Dropping an initialization frees its slot (or reserved use) alike."""
-        handle = data.draw(st.sampled_from(self._handles(InitHandle)), label="init")
+        handle = data.draw(sampled_from(self._handles(InitHandle)), label="init")
         self._run("abort", Abort(handle))
 
     @precondition(has_leases)
     @rule(data=st.data())
     def release(self, data: st.DataObject) -> None:
         """Releasing a lease restarts the idle TTL alike."""
-        handle = data.draw(st.sampled_from(self._handles(LeaseHandle)), label="lease")
+        handle = data.draw(sampled_from(self._handles(LeaseHandle)), label="lease")
         self._run("release", Release(handle))
 
     @precondition(has_leases)
     @rule(data=st.data())
     def invalidate(self, data: st.DataObject) -> None:
         """Invalidating a lease removes (or releases) alike."""
-        handle = data.draw(st.sampled_from(self._handles(LeaseHandle)), label="lease")
+        handle = data.draw(sampled_from(self._handles(LeaseHandle)), label="lease")
         self._run("invalidate", Invalidate(handle))
 
     @precondition(has_waiters)
     @rule(data=st.data())
     def poll_waiter(self, data: st.DataObject) -> None:
         """A waiter is woken at the same step on both sides."""
-        waiter = data.draw(st.sampled_from(self._handles(WaiterHandle)), label="waiter")
+        waiter = data.draw(sampled_from(self._handles(WaiterHandle)), label="waiter")
         self._run("poll_waiter", PollWaiter(waiter))
 
     @precondition(has_consumed_handles)
     @rule(data=st.data(), use=st.sampled_from(("commit", "abort", "release")))
     def reuse_consumed_handle(self, data: st.DataObject, use: str) -> None:
         """Reusing a consumed handle is the same clear error on both sides."""
-        state = self._harness().model.state()
+        state = self._state()
         live = {number for number, _ in state.handles}
         consumed = [n for n in range(1, state.next_handle) if n not in live]
-        handle = data.draw(st.sampled_from(consumed), label="consumed")
+        handle = data.draw(sampled_from(consumed), label="consumed")
         uses: dict[str, Op] = {
             "commit": Commit(handle, Target(1, None)),
             "abort": Abort(handle),
@@ -319,11 +322,11 @@ class AffinityMachine(DifferentialMachine):
     @rule(data=st.data())
     def advance(self, data: st.DataObject) -> None:
         """Moving the clock (onto and around deadlines and reaper ticks) agrees."""
-        now_ns = data.draw(st.sampled_from(self._clock_targets()), label="now_ns")
+        now_ns = data.draw(sampled_from(self._clock_targets()), label="now_ns")
         self._run("advance", Advance(now_ns))
 
     def _clock_targets(self) -> list[int]:
-        state = self._harness().model.state()
+        state = self._state()
         now_ns, ttl_ns = state.now_ns, state.config.ttl_ns
         next_tick_ns = _next_tick_ns(state)
         candidates = {
@@ -356,7 +359,7 @@ class AffinityMachine(DifferentialMachine):
     @rule(offset_ns=st.sampled_from((-1, 0, 1)))
     def reaper_tick(self, offset_ns: int) -> None:
         """Moving to the next reaper tick (or 1 ns either side) agrees."""
-        next_tick_ns = _next_tick_ns(self._harness().model.state())
+        next_tick_ns = _next_tick_ns(self._state())
         self._run("reaper_tick", Advance(next_tick_ns + offset_ns))
 
     @rule(data=st.data(), session_id=sessions, bind_to=targets)
@@ -364,13 +367,11 @@ class AffinityMachine(DifferentialMachine):
         self, data: st.DataObject, session_id: str, bind_to: Target
     ) -> None:
         """A replica update (older, equal, newer, conflicting) agrees."""
-        version = data.draw(
-            st.sampled_from(self._versions(session_id)), label="version"
-        )
+        version = data.draw(sampled_from(self._versions(session_id)), label="version")
         self._run("apply_replica", ApplyReplica(session_id, bind_to, version))
 
     def _versions(self, session_id: str) -> list[Version]:
-        state = self._harness().model.state()
+        state = self._state()
         entry = state.entry(session_id)
         base = entry.version if isinstance(entry, Binding) else Version(1, 0)
         sequences = {0, 1, base.sequence - 1, base.sequence, base.sequence + 1}
@@ -383,7 +384,7 @@ class AffinityMachine(DifferentialMachine):
         )
 
     def _sessions(self, *kinds: type) -> list[str]:
-        state = self._harness().model.state()
+        state = self._state()
         return [s for s, entry in state.entries if isinstance(entry, kinds)]
 
     def has_bindings(self) -> bool:
@@ -401,8 +402,8 @@ class AffinityMachine(DifferentialMachine):
     )
     def replica_for_a_bound_session(self, data: st.DataObject, change: str) -> None:
         """A replica update of a bound session (refresh, newer, older) agrees."""
-        session_id = data.draw(st.sampled_from(self._sessions(Binding)), label="id")
-        entry = self._harness().model.state().entry(session_id)
+        session_id = data.draw(sampled_from(self._sessions(Binding)), label="id")
+        entry = self._state().entry(session_id)
         assert isinstance(entry, Binding)
         version, target = entry.version, entry.target
         if change in ("newer", "newer_elsewhere"):
@@ -416,11 +417,11 @@ class AffinityMachine(DifferentialMachine):
         )
 
     def _expired_sessions(self) -> list[str]:
-        state = self._harness().model.state()
+        state = self._state()
         return [s for s, entry in state.entries if state.is_expired(entry)]
 
     def _live_bound_sessions(self) -> list[str]:
-        state = self._harness().model.state()
+        state = self._state()
         return [
             s
             for s, entry in state.entries
@@ -440,7 +441,7 @@ class AffinityMachine(DifferentialMachine):
         rule_name = "replica_for_an_expired_session"
         expired = self._an_expired_binding_at_hand(rule_name, data, dispatched)
         if expired:
-            session_id = data.draw(st.sampled_from(expired), label="id")
+            session_id = data.draw(sampled_from(expired), label="id")
             self._run(rule_name, ApplyReplica(session_id, bind_to, Version(0, 0)))
 
     @precondition(has_initializing)
@@ -449,10 +450,8 @@ class AffinityMachine(DifferentialMachine):
         self, data: st.DataObject, bind_to: Target
     ) -> None:
         """A replica update for an initializing session is ignored alike."""
-        session_id = data.draw(
-            st.sampled_from(self._sessions(Initializing)), label="id"
-        )
-        version = Version(self._harness().model.state().next_sequence, 1)
+        session_id = data.draw(sampled_from(self._sessions(Initializing)), label="id")
+        version = Version(self._state().next_sequence, 1)
         self._run(
             "replica_during_initialization", ApplyReplica(session_id, bind_to, version)
         )
@@ -461,10 +460,10 @@ class AffinityMachine(DifferentialMachine):
     @rule(data=st.data())
     def release_after_a_replica_refresh(self, data: st.DataObject) -> None:
         """A lease released after a replica bumped its binding's version (F.2)."""
-        handle = data.draw(st.sampled_from(self._handles(LeaseHandle)), label="lease")
+        handle = data.draw(sampled_from(self._handles(LeaseHandle)), label="lease")
         held = self._harness().model.handle(handle)
         assert isinstance(held, LeaseHandle)
-        entry = self._harness().model.state().entry(held.session_id)
+        entry = self._state().entry(held.session_id)
         if isinstance(entry, Binding):
             newer = Version(entry.version.sequence + 1, entry.version.writer)
             self._run(
@@ -474,7 +473,7 @@ class AffinityMachine(DifferentialMachine):
         self._run("release_after_a_replica_refresh", Release(handle))
 
     def _vacant_ids(self) -> list[str]:
-        state = self._harness().model.state()
+        state = self._state()
         limit = state.config.max_session_id_bytes
         return [
             s
@@ -496,7 +495,7 @@ class AffinityMachine(DifferentialMachine):
         self._an_expired_binding_at_hand(rule_name, data, dispatched)
         candidates = self._vacant_ids() or self._expired_sessions()
         if candidates:
-            session_id = data.draw(st.sampled_from(candidates), label="id")
+            session_id = data.draw(sampled_from(candidates), label="id")
             self._run(rule_name, Acquire(session_id, None))
 
     def _an_expired_binding_at_hand(
@@ -518,9 +517,9 @@ class AffinityMachine(DifferentialMachine):
         vacant = self._vacant_ids()
         if not vacant:
             return
-        first = data.draw(st.sampled_from(vacant), label="expiring id")
+        first = data.draw(sampled_from(vacant), label="expiring id")
         self._turn(rule_name, first, dispatched, release=True)
-        entry = self._harness().model.state().entry(first)
+        entry = self._state().entry(first)
         if isinstance(entry, Binding):
             self._run(rule_name, Advance(entry.deadline_ns))
 
@@ -540,7 +539,7 @@ class AffinityMachine(DifferentialMachine):
         vacant = self._vacant_ids()
         if not vacant or not self._expired_sessions():
             return
-        session_id = data.draw(st.sampled_from(vacant), label="id")
+        session_id = data.draw(sampled_from(vacant), label="id")
         first = self._run(rule_name, Acquire(session_id, None)).expected.value
         if not isinstance(first, Initialize):
             return
@@ -548,7 +547,7 @@ class AffinityMachine(DifferentialMachine):
         second = self._run(rule_name, Acquire(session_id, None)).expected.value
         if not isinstance(committed.value, int) or not isinstance(second, Bound):
             return
-        expired = data.draw(st.sampled_from(self._expired_sessions()), label="revive")
+        expired = data.draw(sampled_from(self._expired_sessions()), label="revive")
         self._run(rule_name, ApplyReplica(expired, revived_to, Version(0, 0)))
         self._run(rule_name, Invalidate(committed.value))
         again = self._run(rule_name, Acquire(session_id, None)).expected.value
@@ -572,7 +571,7 @@ class AffinityMachine(DifferentialMachine):
         self._an_expired_binding_at_hand(rule_name, data, dispatched)
         if not self._expired_sessions():
             return
-        session_id = data.draw(st.sampled_from(self._expired_sessions()), label="id")
+        session_id = data.draw(sampled_from(self._expired_sessions()), label="id")
         self._run(rule_name, ApplyReplica(session_id, revived_to, Version(0, 0)))
         first = self._run(rule_name, Acquire(session_id, None)).expected.value
         second = self._run(rule_name, Acquire(session_id, None)).expected.value
@@ -605,14 +604,14 @@ class AffinityMachine(DifferentialMachine):
             vacant = self._vacant_ids()
             if not vacant:
                 return None
-            session_id = data.draw(st.sampled_from(vacant), label="id")
+            session_id = data.draw(sampled_from(vacant), label="id")
             self._run(rule_name, ApplyReplica(session_id, replica_to, Version(0, 0)))
             held = self._run(rule_name, Acquire(session_id, None)).expected.value
             return (session_id, held.handle) if isinstance(held, Bound) else None
         expired = self._an_expired_binding_at_hand(rule_name, data, dispatched)
         if not expired:
             return None
-        session_id = data.draw(st.sampled_from(expired), label="id")
+        session_id = data.draw(sampled_from(expired), label="id")
         held = self._run(rule_name, Acquire(session_id, None)).expected.value
         if not isinstance(held, Initialize):
             return None
@@ -688,17 +687,17 @@ class AffinityMachine(DifferentialMachine):
         candidates = self._vacant_ids() + self._live_bound_sessions()
         if not candidates:
             return
-        session_id = data.draw(st.sampled_from(candidates), label="id")
-        if self._harness().model.state().entry(session_id) is None:
+        session_id = data.draw(sampled_from(candidates), label="id")
+        if self._state().entry(session_id) is None:
             self._turn(rule_name, session_id, bound_to, release=True)
         holds = self._bound_holds(rule_name, session_id, 2)
         if len(holds) < 2:
             return
-        entry = self._harness().model.state().entry(session_id)
+        entry = self._state().entry(session_id)
         if change == "another_hold_moved_it":
             self._run(rule_name, Commit(holds[0], moved_to))
         elif change in ("it_was_invalidated", "it_is_initializing_again"):
-            if not self._harness().model.state().replicating:
+            if not self._state().replicating:
                 self._run(rule_name, EnableReplication(WRITERS[1]))
             self._run(rule_name, Invalidate(holds[0]))
             if change == "it_is_initializing_again":
@@ -711,7 +710,7 @@ class AffinityMachine(DifferentialMachine):
     @rule(delta=st.sampled_from((-1, 0, 1, 10)))
     def observe_sequence(self, delta: int) -> None:
         """Observing a replica sequence moves local versions alike."""
-        sequence = max(0, self._harness().model.state().next_sequence + delta)
+        sequence = max(0, self._state().next_sequence + delta)
         self._run("observe_sequence", ObserveSequence(sequence))
 
     @rule(writer_id=st.sampled_from(WRITERS))

@@ -17,9 +17,8 @@ Obligations of `states_agree` (after every step):
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from functools import partial
-from typing import Any, ClassVar, TypeVar
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
 
 from model.affinity.api import AffinityApi
 from model.affinity.ops import Op, Outcome, outcome_of
@@ -28,8 +27,6 @@ from model.affinity.types import AffinityConfig, Published, Target
 from model.errors import AffinityError, HandleError
 from properties.registry import Subject as SubjectName
 from stateful.harness import Harness, Subject
-
-_T = TypeVar("_T")
 
 SutFactory = Callable[[AffinityConfig], AffinityApi]
 
@@ -55,35 +52,55 @@ class Observation:
     waiters: tuple[tuple[int, bool | str], ...]
 
 
-def _attempt(read: Callable[[], _T]) -> _T | str:
+_READ_ERRORS = (AffinityError, HandleError)
+"""What a read may answer with instead of a value: observed as the error kind."""
+
+
+def _session_view(api: AffinityApi, session_id: str) -> SessionView:
+    """The session as a query without a pin and a lease count see it."""
+    served: Target | str | None
+    lease_count: int | str | None
     try:
-        return read()
-    except (AffinityError, HandleError) as error:
-        return error.kind
+        served = api.query_target(session_id, None)
+    except _READ_ERRORS as error:
+        served = error.kind
+    try:
+        lease_count = api.lease_count(session_id)
+    except _READ_ERRORS as error:
+        lease_count = error.kind
+    return SessionView(session_id, served, lease_count)
+
+
+def _waiter_view(api: AffinityApi, waiter: int) -> tuple[int, bool | str]:
+    try:
+        return (waiter, api.waiter_done(waiter))
+    except _READ_ERRORS as error:
+        return (waiter, error.kind)
 
 
 def observe(
     api: AffinityApi, session_ids: Sequence[str], waiters: Sequence[int]
 ) -> Observation:
-    """Read everything observable, in sorted order."""
-    views = tuple(
-        SessionView(
-            session_id=session_id,
-            served=_attempt(partial(api.query_target, session_id, None)),
-            lease_count=_attempt(partial(api.lease_count, session_id)),
-        )
-        for session_id in sorted(session_ids)
-    )
+    """Read everything observable, in sorted order.
+
+    The reads go in a fixed order (the sessions, then the clock, the entry
+    count, the publications, the handles and the waiters); a read the table
+    refuses is observed as its error kind.
+    """
+    views = tuple(_session_view(api, session_id) for session_id in sorted(session_ids))
+    now_ns = api.now_ns
+    entry_count: int | str
+    try:
+        entry_count = api.entry_count()
+    except _READ_ERRORS as error:
+        entry_count = error.kind
     return Observation(
-        now_ns=api.now_ns,
-        entry_count=_attempt(api.entry_count),
+        now_ns=now_ns,
+        entry_count=entry_count,
         sessions=views,
         published=tuple(api.drain_published()),
         handles=tuple(api.live_handles()),
-        waiters=tuple(
-            (waiter, _attempt(partial(api.waiter_done, waiter)))
-            for waiter in sorted(waiters)
-        ),
+        waiters=tuple(_waiter_view(api, waiter) for waiter in sorted(waiters)),
     )
 
 
@@ -143,6 +160,11 @@ class AffinitySubject(Subject[AffinityConfig, Op]):
     def difference(self, model_view: Any, sut_view: Any) -> str:
         """`view_difference`."""
         return view_difference(model_view, sut_view)
+
+    def carried(self, after: Any) -> AffinityState:
+        """`after` with its publications drained, as the observation left the model."""
+        state: AffinityState = after
+        return replace(state, published=()) if state.published else state
 
 
 class AffinityHarness(Harness[AffinityConfig, Op]):

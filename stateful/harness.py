@@ -88,6 +88,17 @@ class Subject(ABC, Generic[C, Op]):
         del sut_view
         return [("state", after), ("step", Step(before, op, outcome, after))]
 
+    def carried(self, after: Any) -> Any | None:
+        """The model's snapshot once a step's observation is over, from `after`.
+
+        The next step's `before`, without snapshotting the model again. None
+        (the default) says that `after` does not tell it: the harness
+        snapshots the model again. A subject whose observation changes the
+        model (the affinity table drains its publications) says how.
+        """
+        del after
+        return None
+
     def rebuilds(self, op: Op) -> bool:
         """Whether `op` builds both sides afresh instead of calling them."""
         del op
@@ -212,18 +223,32 @@ class Harness(Generic[C, Op]):
             self.factory = self.subject.default_factory()
         self.steps = 0
         self.ops: list[Op] = []  # the program so far, for traces
+        self._carried: Any = None
         self._build()
 
     def _build(self) -> None:
         assert self.factory is not None
         self.model = self.subject.new_model(self.config)
         self.sut = self.factory(self.config)
+        self._carried = None
+
+    @property
+    def state(self) -> Any:
+        """The model's snapshot now (between steps, the model changes only in them).
+
+        After a step, the subject's `carried` snapshot when it has one;
+        otherwise (and before the first step) a fresh `snapshot`.
+        """
+        if self._carried is None:
+            return self.subject.snapshot(self.model)
+        return self._carried
 
     def step(self, op: Op) -> StepReport[Op]:
         """Apply `op` to both sides, compare, and check every property."""
         self.ops.append(op)  # first, so that a step that raises is recorded too
         subject = self.subject
-        before = subject.snapshot(self.model)
+        before = self.state
+        self._carried = None  # the model is about to change
         if subject.rebuilds(op):
             self._build()
             expected = actual = subject.rebuilt()
@@ -233,6 +258,7 @@ class Harness(Generic[C, Op]):
         after = subject.snapshot(self.model)
         model_view = subject.observe(self.model, after)
         sut_view = subject.observe(self.sut, after) if self.check_states else model_view
+        self._carried = subject.carried(after)
         checked = evaluate_all(
             subject.name, subject.evaluations(before, op, expected, after, sut_view)
         )

@@ -14,9 +14,12 @@ Each machine class (and each subclass a test makes) counts on its own.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any, ClassVar, TypeVar
 
 from hypothesis import event, note
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
 from properties.registry import exercisable, goals
@@ -28,6 +31,29 @@ STEPS_MIN = 1_000
 """A machine test that ran fewer steps under the loaded profile fails as vacuous."""
 SETUP_STEPS = frozenset({"build", "teardown"})
 """Names of the steps an `initialize` rule or `teardown` takes: steps, not rules."""
+SAMPLED_STRATEGIES_MAX = 4_096
+"""Distinct `sampled_from` strategies kept built (least recently used go first)."""
+
+_T = TypeVar("_T")
+
+
+@lru_cache(maxsize=SAMPLED_STRATEGIES_MAX)
+def _sampled(values: tuple[Any, ...], types: tuple[type, ...]) -> Any:
+    del types  # part of the key only: 1, 1.0 and True are equal, but not alike
+    return st.sampled_from(list(values))
+
+
+def sampled_from(values: Sequence[_T]) -> st.SearchStrategy[_T]:
+    """`st.sampled_from(values)`, built once per distinct sequence of values.
+
+    Rules draw from lists computed from the model (live handles, clock
+    targets); building a strategy and its label anew for every draw cost a
+    third of the draw. The strategy is the same, so the choices and the
+    programs drawn are the same.
+    """
+    key = tuple(values)
+    strategy: st.SearchStrategy[_T] = _sampled(key, tuple(map(type, key)))
+    return strategy
 
 
 class DifferentialMachine(RuleBasedStateMachine):
@@ -76,13 +102,33 @@ class DifferentialMachine(RuleBasedStateMachine):
             machine.goal_counts[goal] = machine.goal_counts.get(goal, 0) + 1
             event(f"reached {goal}")
         machine.evidence.add(report, self.harness)
-        note(f"step {report.index}: {op} -> {report.expected}")
+        note(_StepNote(report))
         if not report.ok:
             capture.capture(rule_name, report)  # the artifact names this check
         assert report.outcomes_agree, report.first_difference()
         assert report.states_agree, report.first_difference()
         assert not report.violations, report.first_difference()
         return report
+
+
+class _StepNote:
+    """`step N: OP -> OUTCOME`, formatted only if Hypothesis shows the note.
+
+    `note` renders a non-string with `repr` when it reports (the final replay
+    of a failing example, or verbose runs) and drops it unread otherwise, so
+    the steps of passing examples never pay for formatting.
+    """
+
+    __slots__ = ("report",)
+
+    def __init__(self, report: StepReport[Any]) -> None:
+        """Remember the step."""
+        self.report = report
+
+    def __repr__(self) -> str:
+        """The note as Hypothesis prints it."""
+        report = self.report
+        return f"step {report.index}: {report.op} -> {report.expected}"
 
 
 def rules_of(machine: type[DifferentialMachine]) -> list[str]:

@@ -39,7 +39,7 @@ from model.queue.types import (
     Worker,
     synthetic_profile,
 )
-from stateful.machine import DifferentialMachine
+from stateful.machine import DifferentialMachine, sampled_from
 from stateful.queue_subject import (
     ProfileSpec,
     QueueFactory,
@@ -305,7 +305,7 @@ class QueueMachine(DifferentialMachine):
         self._apply(rule_name, PopNext(dispatch=Dispatch()))
         self._apply(rule_name, request(self._next_payload(), carried, placement=worker))
         if others:
-            other = data.draw(st.sampled_from(others), label="other class")
+            other = data.draw(sampled_from(others), label="other class")
             self._apply(rule_name, request(self._next_payload(), other))
         self._apply(rule_name, PopNext(Dispatch(saturated=frozenset({worker}))))
         self._apply(rule_name, PopNext(dispatch=Dispatch()))
@@ -332,7 +332,7 @@ class QueueMachine(DifferentialMachine):
         ]
         if not eligible:
             return
-        class_index = data.draw(st.sampled_from(eligible), label="class")
+        class_index = data.draw(sampled_from(eligible), label="class")
         limit = self.model.state.configs[class_index].limit_per_worker(kind)
         assert limit is not None
         tokens = 1 if kind == "requests" else limit + 1
@@ -366,7 +366,7 @@ class QueueMachine(DifferentialMachine):
             st.sampled_from(generous or range(len(configs))), label="carried class"
         )
         other = data.draw(
-            st.sampled_from([i for i in range(len(configs)) if i != carried]),
+            sampled_from([i for i in range(len(configs)) if i != carried]),
             label="other class",
         )
         self._apply(rule_name, Retain(drop=frozenset(self._payloads())))
@@ -400,7 +400,7 @@ class QueueMachine(DifferentialMachine):
         generous = [i for i, config in enumerate(configs) if config.quantum > 1]
         if len(configs) < 2 or not generous:
             return
-        emptied = data.draw(st.sampled_from(generous), label="emptied class")
+        emptied = data.draw(sampled_from(generous), label="emptied class")
         before = (emptied - 1) % len(configs)
         quantum = configs[emptied].quantum
         self._apply(rule_name, Retain(drop=frozenset(self._payloads())))

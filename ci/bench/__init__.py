@@ -1,1 +1,1 @@
-"""Benchmarks: figures, never pass/fail (`python -m ci.bench.affinity`, `.queue`)."""
+"""Benchmarks: figures, never pass/fail (`python -m ci.bench.affinity`, ...)."""

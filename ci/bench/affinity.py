@@ -1,51 +1,72 @@
-"""Benchmark the affinity machine: differential vs model-only steps per second.
+"""Benchmark the affinity table: machine steps and trace replay, per CPU second.
 
-`python -m ci.bench.affinity [--examples N]` runs the affinity machine under
-the loaded Hypothesis profile (derandomized here, so both runs draw the same
-programs) twice -- the model against the crate, then the model against a second
-model -- and prints steps per second for each and their ratio. Reading the
-clock is fine here: this is a report, not a test.
+`python -m ci.bench.affinity [--examples N] [--rounds N]` prints one table:
+
+* the affinity machine, derandomized (both runs draw the same programs), the
+  model against the crate and then against a second model;
+* trace replay (`ci.replay.command.replay`, which minimization, the corpus,
+  the dossier's witnesses and the explorer's edge replay all go through) of
+  the committed affinity corpus traces the pinned crate can build, `--rounds`
+  times over, against the crate and against a second model.
+
+Then the differential overhead: CPU per step against the crate over CPU per
+step against a second model. Wall time is shown beside CPU time because the
+machine may be shared (`ci.bench.figures`).
 """
 
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from hypothesis import settings
-from hypothesis.stateful import run_state_machine_as_test
-from rich.console import Console
-from rich.table import Table
 
+from ci.bench.figures import Figures, machine_figures, print_table, ratio, timed
 from ci.cli import OneLineParser, UsageError, positive_int
+from ci.replay.command import replay
+from ci.replay.corpus import corpus_files
+from ci.replay.trace import Factory, Trace, load
 from model.affinity.table import ModelAffinity
 from stateful.affinity_machine import AffinityMachine
 
-if TYPE_CHECKING:
-    from stateful.affinity_subject import SutFactory
+SUBJECT = "affinity"
 
 
-def _rate(factory: SutFactory, examples: int) -> tuple[int, float]:
-    class BenchAffinityMachine(AffinityMachine):
-        """The affinity machine over the benchmarked table."""
+def corpus_traces(native: Factory) -> list[Trace]:
+    """The committed affinity traces the pinned crate can build, by file name."""
+    traces = []
+    for path in corpus_files():
+        trace = load(path)
+        if trace.header.subject != SUBJECT:
+            continue
+        try:
+            replay(trace, native, "native")
+        except UsageError:  # e.g. a manual-clock trace: 1.6.1 has no manual clock
+            continue
+        traces.append(trace)
+    return traces
 
-    machine = BenchAffinityMachine
-    machine.factory = factory
-    started = time.perf_counter()
-    run_state_machine_as_test(
-        machine,
-        settings=settings(max_examples=examples, derandomize=True, database=None),
-    )
-    elapsed = time.perf_counter() - started
-    return machine.steps_run, elapsed
+
+def replay_figures(
+    workload: str, traces: Sequence[Trace], factory: Factory, rounds: int
+) -> Figures:
+    """Replay every trace `rounds` times against `factory`; count the steps."""
+
+    def run() -> int:
+        steps = 0
+        for _ in range(rounds):
+            for trace in traces:
+                steps += len(replay(trace, factory, workload).verdicts)
+        return steps
+
+    return timed(workload, run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Print steps per second for model-vs-crate and model-vs-model."""
+    """Print machine and replay figures, against the crate and the model."""
     parser = OneLineParser(prog="python -m ci.bench.affinity")
     parser.add_argument("--examples", type=positive_int, default=200)
+    parser.add_argument("--rounds", type=positive_int, default=20)
     try:
         args = parser.parse_args(argv)
     except UsageError as error:
@@ -53,16 +74,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     from impl.adapter import NativeAffinity  # noqa: PLC0415 - after argument parsing
 
-    table = Table(title="affinity machine throughput")
-    for column in ("system under test", "steps", "seconds", "steps/s"):
-        table.add_column(column)
-    rates = {}
-    for name, factory in (("crate", NativeAffinity), ("model", ModelAffinity)):
-        steps, elapsed = _rate(factory, args.examples)
-        rates[name] = steps / elapsed
-        table.add_row(name, str(steps), f"{elapsed:.1f}", f"{rates[name]:.0f}")
-    Console().print(table)
-    print(f"differential / model-only: {rates['crate'] / rates['model']:.2f}")
+    chosen = settings(max_examples=args.examples, derandomize=True, database=None)
+    crate = machine_figures(
+        "machine, model vs crate", AffinityMachine, NativeAffinity, chosen
+    )
+    model = machine_figures(
+        "machine, model vs model", AffinityMachine, ModelAffinity, chosen
+    )
+    traces = corpus_traces(NativeAffinity)
+    replayed = replay_figures(
+        "replay, model vs crate", traces, NativeAffinity, args.rounds
+    )
+    alone = replay_figures("replay, model vs model", traces, ModelAffinity, args.rounds)
+    print_table(
+        f"affinity: {args.examples} programs; {len(traces)} corpus traces "
+        f"x {args.rounds} rounds",
+        (crate, model, replayed, alone),
+    )
+    print(f"differential / model-only, CPU per step: {ratio(crate, model):.2f}")
     return 0
 
 

@@ -4,8 +4,8 @@
 loaded Hypothesis profile twice -- the model against the crate, then the model
 against a second model -- and prints steps per second for each, plus the
 machine's own cost without Hypothesis: one fixed operation program replayed
-on the model alone and on model plus crate. Reading the clock is fine here:
-this is a report, not a test.
+on the model alone and on model plus crate. Every figure has its CPU time
+beside its wall time (`ci.bench.figures`): this is a report, not a test.
 """
 
 from __future__ import annotations
@@ -13,13 +13,10 @@ from __future__ import annotations
 import math
 import random
 import sys
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from hypothesis import settings
-from hypothesis.stateful import run_state_machine_as_test
-
+from ci.bench.figures import Figures, machine_figures, print_table, ratio, timed
 from ci.cli import OneLineParser, UsageError
 from model.queue.api import call as apply_op
 from model.queue.api import observe
@@ -28,15 +25,12 @@ from model.queue.table import ModelPolicyQueue
 from model.queue.types import ClassConfig, Dispatch, Worker
 from stateful.queue_machine import QueueMachine
 from stateful.queue_subject import (
-    ProfileSpec,
     model_factory,
     native_factory,
     profile_yaml,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from model.queue.api import PolicyQueueApi
     from model.queue.ops import QueueOp
 
@@ -48,18 +42,6 @@ CLASSES = (
     ClassConfig("c2", "fcfs", 1),
     ClassConfig("c3", "fcfs", 13),
 )
-
-
-def _machine_rate(factory: Callable[[ProfileSpec], PolicyQueueApi]) -> float:
-    class BenchQueueMachine(QueueMachine):
-        """The queue machine over the benchmarked queue."""
-
-    machine = BenchQueueMachine
-    machine.factory = factory
-    started = time.perf_counter()
-    run_state_machine_as_test(machine, settings=settings())
-    elapsed = time.perf_counter() - started
-    return machine.steps_run / elapsed
 
 
 def _program(seed: int) -> list[QueueOp]:
@@ -91,25 +73,28 @@ def _program(seed: int) -> list[QueueOp]:
     return ops
 
 
-def _replay_rate(ops: list[QueueOp], *, native: bool) -> float:
+def _replay_figures(workload: str, ops: list[QueueOp], *, native: bool) -> Figures:
     model = ModelPolicyQueue(CLASSES)
     sut: PolicyQueueApi | None = None
     if native:
         from impl.adapter import NativePolicyQueue  # noqa: PLC0415 - native run only
 
         sut = NativePolicyQueue.from_yaml(profile_yaml(CLASSES, (False,) * 4))
-    started = time.perf_counter()
-    for op in ops:
-        expected = apply_op(model, op)
-        if sut is not None:
-            actual = apply_op(sut, op)
-            if expected != actual:
-                raise AssertionError(f"{op}: model {expected} != crate {actual}")
-            if observe(model) != observe(sut):
-                raise AssertionError(f"{op}: states differ")
-        else:
-            observe(model)
-    return len(ops) / (time.perf_counter() - started)
+
+    def run() -> int:
+        for op in ops:
+            expected = apply_op(model, op)
+            if sut is not None:
+                actual = apply_op(sut, op)
+                if expected != actual:
+                    raise AssertionError(f"{op}: model {expected} != crate {actual}")
+                if observe(model) != observe(sut):
+                    raise AssertionError(f"{op}: states differ")
+            else:
+                observe(model)
+        return len(ops)
+
+    return timed(workload, run)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -122,14 +107,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     import ci.profiles  # noqa: F401, PLC0415 - loads the selected Hypothesis profile
 
     ops = _program(seed=0)
-    rows = [
-        ("machine, model vs crate", _machine_rate(native_factory)),
-        ("machine, model vs model", _machine_rate(model_factory)),
-        ("replay, model vs crate", _replay_rate(ops, native=True)),
-        ("replay, model only", _replay_rate(ops, native=False)),
-    ]
-    for name, rate in rows:
-        print(f"{name:<26} {rate:>10,.0f} steps/s")
+    crate = machine_figures("machine, model vs crate", QueueMachine, native_factory)
+    model = machine_figures("machine, model vs model", QueueMachine, model_factory)
+    print_table(
+        "policy queue",
+        (
+            crate,
+            model,
+            _replay_figures("fixed program, model vs crate", ops, native=True),
+            _replay_figures("fixed program, model only", ops, native=False),
+        ),
+    )
+    print(f"differential / model-only, CPU per step: {ratio(crate, model):.2f}")
     return 0
 
 

@@ -6,8 +6,8 @@ The binding's build facts, the translation of its exceptions into
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from types import TracebackType
 from typing import Final
 
 from impl import _native
@@ -41,25 +41,50 @@ _ERRORS: Final[tuple[tuple[type[BaseException], Callable[[str], Exception]], ...
 )
 
 
-@contextmanager
-def _translated() -> Iterator[None]:
-    """Re-raise the binding's exceptions as `model.errors` classes."""
-    try:
-        yield
-    except _native.AffinityError as error:
-        for native, ours in _ERRORS:
-            if isinstance(error, native):
-                raise ours(str(error)) from error
-        raise AffinityError(str(error)) from error
-    except (_native.HandleError, _native.RustPanic) as error:
-        for native, ours in _ERRORS:
-            if isinstance(error, native):
-                raise ours(str(error)) from error
-        raise
-    except OverflowError as error:
-        raise InvalidArgumentError(
-            f"value out of the crate's range: {error}"
-        ) from error
+class _Translation:
+    """Re-raise the binding's exceptions as `model.errors` classes.
+
+    A plain context manager rather than a `contextlib.contextmanager`
+    generator: every read of the crate goes through one, and a generator
+    costs a frame and two calls per use.
+    """
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        """Nothing to set up."""
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Translate `error` (a binding exception or an overflow); others go on."""
+        if error is None:
+            return
+        if isinstance(error, _native.AffinityError):
+            for native, ours in _ERRORS:
+                if isinstance(error, native):
+                    raise ours(str(error)) from error
+            raise AffinityError(str(error)) from error
+        if isinstance(error, (_native.HandleError, _native.RustPanic)):
+            for native, ours in _ERRORS:
+                if isinstance(error, native):
+                    raise ours(str(error)) from error
+            return
+        if isinstance(error, OverflowError):
+            raise InvalidArgumentError(
+                f"value out of the crate's range: {error}"
+            ) from error
+
+
+_TRANSLATION: Final[_Translation] = _Translation()
+
+
+def _translated() -> _Translation:
+    """The context that re-raises the binding's exceptions as `model.errors`."""
+    return _TRANSLATION
 
 
 def _target_out(target: Target) -> tuple[int, int | None]:

@@ -1,0 +1,96 @@
+"""What the benchmarks share: one measured run, timed by wall clock and CPU.
+
+The machine is shared (two cores, other jobs), so wall time alone says little:
+every figure carries the process CPU time (user + system, `time.process_time`)
+beside it, and steps per CPU second is the figure to compare across runs.
+Reading the clocks is fine here: a benchmark reports figures, it asserts none.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from hypothesis import settings
+from hypothesis.stateful import run_state_machine_as_test
+from rich.console import Console
+from rich.table import Table
+
+from stateful.machine import DifferentialMachine
+
+COLUMNS = ("workload", "steps", "wall s", "CPU s", "steps/s", "steps/CPU s")
+
+
+@dataclass(frozen=True)
+class Figures:
+    """Steps taken by one workload and the time they took."""
+
+    workload: str
+    steps: int
+    wall_s: float
+    cpu_s: float
+
+    @property
+    def per_wall_s(self) -> float:
+        """Steps per wall-clock second."""
+        return self.steps / self.wall_s if self.wall_s > 0 else 0.0
+
+    @property
+    def per_cpu_s(self) -> float:
+        """Steps per CPU second (user + system of this process)."""
+        return self.steps / self.cpu_s if self.cpu_s > 0 else 0.0
+
+    def row(self) -> tuple[str, ...]:
+        """The figures as one table row, in `COLUMNS` order."""
+        return (
+            self.workload,
+            f"{self.steps:,}",
+            f"{self.wall_s:.2f}",
+            f"{self.cpu_s:.2f}",
+            f"{self.per_wall_s:,.0f}",
+            f"{self.per_cpu_s:,.0f}",
+        )
+
+
+def timed(workload: str, run: Callable[[], int]) -> Figures:
+    """Run `run` (which returns the steps it took) and time it both ways."""
+    wall_started = time.perf_counter()
+    cpu_started = time.process_time()
+    steps = run()
+    cpu_s = time.process_time() - cpu_started
+    wall_s = time.perf_counter() - wall_started
+    return Figures(workload, steps, wall_s, cpu_s)
+
+
+def machine_figures(
+    workload: str,
+    machine: type[DifferentialMachine],
+    factory: Any,
+    chosen: settings | None = None,
+) -> Figures:
+    """Run a fresh subclass of `machine` over `factory` and time it."""
+    bench = type(f"Bench{machine.__name__}", (machine,), {"factory": factory})
+    assert issubclass(bench, DifferentialMachine)
+
+    def run() -> int:
+        run_state_machine_as_test(bench, settings=chosen)
+        return bench.steps_run
+
+    return timed(workload, run)
+
+
+def print_table(title: str, rows: Iterable[Figures]) -> None:
+    """Print the figures as one table."""
+    table = Table(title=title)
+    for column in COLUMNS:
+        table.add_column(column, justify="left" if column == "workload" else "right")
+    for figures in rows:
+        table.add_row(*figures.row())
+    Console().print(table)
+
+
+def ratio(slow: Figures, fast: Figures) -> float:
+    """How many times more CPU a step of `slow` costs than one of `fast`."""
+    return fast.per_cpu_s / slow.per_cpu_s if slow.per_cpu_s > 0 else 0.0
