@@ -2,7 +2,9 @@
 
 The public scheduler over its admission queue, as Dynamo drives it: workers
 `0..n` whose only configuration is their capacity, a paused Tokio clock, due
-times set through a request classifier, callers that can go away.
+times set through a request classifier (as far out as the platform's
+`Instant` reaches), an availability provider whose answer the caller sets,
+callers that can go away.
 """
 
 from __future__ import annotations
@@ -91,6 +93,11 @@ class NativeScheduler:
         """The paused clock moves forward by `delta_ms`."""
         with _scheduler_errors():
             self._table.advance_clock(self._table.now_ns + delta_ms * NS_PER_MS)
+
+    def set_available(self, workers: frozenset[int] | None) -> None:
+        """The binding's availability provider answers `workers` from now on."""
+        with _scheduler_errors():
+            self._table.set_available(None if workers is None else sorted(workers))
 
     def cancel(self, request_id: str) -> bool:
         """The caller's future is dropped; whether it was still waiting."""

@@ -17,8 +17,13 @@
 //! * one policy class (`PolicyProfile::synthetic(Some(busy_threshold_frac),
 //!   Fcfs)`), a no-op sequence publisher, a tracker without the active-request
 //!   expiry guard (`ActiveSequencesMultiWorker::new_without_expiry`), no
-//!   prefill-load estimator, no overlap refresh, no overload or availability
-//!   providers;
+//!   prefill-load estimator, no overlap refresh, no overload provider;
+//! * an availability provider of the binding's own
+//!   (`WorkerAvailabilityProvider`): it answers every request with the set the
+//!   caller last gave `set_available` (`None`, the default: no availability
+//!   source, as when none is installed). Changing the set tells the scheduler
+//!   nothing (no capacity hint), as a health source that changes its mind
+//!   between calls does;
 //! * the periodic recheck interval is `RECHECK_INTERVAL`, beyond the clock's
 //!   reach (`CLOCK_NS_MAX`), so every recheck the suite sees comes from a call;
 //! * selection: `WorkerSelectionPolicy` with no scorers and a picker of the
@@ -30,13 +35,19 @@
 //!   `install_request_classifier`) sets `ClassifyRequest::set_due_at(origin +
 //!   due_ns)` for a request that was scheduled with a due time; every request
 //!   opens a lifecycle with `begin_request_lifecycle` so the classifier sees it.
+//!   `due_ns` is a `u128`: a due time may lie centuries past the clock's reach
+//!   (as far as `Instant` goes), where the queue caps its due keys;
+//! * the clock moves by explicit steps (`tokio::time::advance`), first to each
+//!   due time the binding handed the crate on the way, then to the target: the
+//!   actor's timer sleeps until exactly such a due time, so it fires at its own
+//!   instant, and a step never waits for the runtime to go idle.
 //!
 //! A request's caller is a spawned task awaiting
 //! `LocalScheduler::schedule_request`; cancelling a request aborts that task,
 //! which drops the caller's future (and with it the admission lease and the
 //! response receiver) exactly as a client that goes away does.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,7 +55,7 @@ use dynamo_kv_router::config::{KvRouterConfig, RouterQueuePolicy};
 use dynamo_kv_router::protocols::{RoutingConstraints, WorkerConfigLike, WorkerId, WorkerWithDpRank};
 use dynamo_kv_router::scheduling::{
     ClassifyFuture, ClassifyRequest, KvSchedulerError, OverlapSignals, PolicyProfile,
-    RequestClassifier, RequestLifecycle, ScheduleMode, ScheduleRequest,
+    RequestClassifier, RequestLifecycle, ScheduleMode, ScheduleRequest, WorkerAvailabilityProvider,
 };
 use dynamo_kv_router::selector::WorkerSelectionPolicy;
 use dynamo_kv_router::{
@@ -60,7 +71,7 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::affinity::{advance_paused, paused_runtime, settle_for};
+use crate::affinity::{paused_runtime, settle_for};
 use crate::{HandleError, guard};
 
 create_exception!(_native, SchedulerError, PyException, "An error the scheduler returned (SequenceError).");
@@ -142,6 +153,9 @@ impl RequestClassifier for DueTimeClassifier {
     }
 }
 
+/// The workers the availability provider answers with (`None`: no source).
+type Available = Arc<Mutex<Option<Arc<HashSet<WorkerId>>>>>;
+
 type Scheduler = LocalScheduler<NoopSequencePublisher, WorkerCapacity, WorkerSelectionPolicy>;
 
 /// What the caller's future returned (the worker id, or the error's kind), and
@@ -178,6 +192,7 @@ pub struct SchedulerTable {
     configs: watch::Sender<HashMap<WorkerId, WorkerCapacity>>,
     shutdown: CancellationToken,
     due: Arc<Mutex<HashMap<String, Instant>>>,
+    available: Available,
     outcomes: Arc<Mutex<BTreeMap<String, Outcome>>>,
     callers: BTreeMap<String, Caller>,
     origin: Instant,
@@ -240,6 +255,11 @@ impl SchedulerTable {
                 .collect();
             let dp_range = configs.keys().map(|&id| (id, (0, 1))).collect();
             let due = Arc::new(Mutex::new(HashMap::new()));
+            let available: Available = Arc::new(Mutex::new(None));
+            let provider_set = Arc::clone(&available);
+            let provider: WorkerAvailabilityProvider = Arc::new(move |_request| {
+                provider_set.lock().ok().and_then(|set| set.clone())
+            });
             let shutdown = CancellationToken::new();
             let (configs_tx, configs_rx) = watch::channel(configs);
             let (scheduler, origin) = runtime.block_on(async {
@@ -267,7 +287,7 @@ impl SchedulerTable {
                     None,
                     None,
                     None,
-                    None,
+                    Some(provider),
                     RECHECK_INTERVAL,
                     true,
                     shutdown.clone(),
@@ -290,6 +310,7 @@ impl SchedulerTable {
                 configs: configs_tx,
                 shutdown,
                 due,
+                available,
                 outcomes: Arc::new(Mutex::new(BTreeMap::new())),
                 callers: BTreeMap::new(),
                 origin,
@@ -317,21 +338,28 @@ impl SchedulerTable {
         worker: WorkerId,
         pinned: bool,
         isl_tokens: usize,
-        due_ns: Option<u64>,
+        due_ns: Option<u128>,
     ) -> PyResult<()> {
         if self.callers.contains_key(&request_id) {
             return Err(SchedulerUsageError::new_err(format!(
                 "request id {request_id:?} already has a caller"
             )));
         }
+        let due_at = match due_ns {
+            None => None,
+            Some(due_ns) => Some(instant_after(self.origin, due_ns).ok_or_else(|| {
+                SchedulerUsageError::new_err(format!(
+                    "due time {due_ns} ns after the origin is beyond the platform's Instant"
+                ))
+            })?),
+        };
         let scheduler = self.scheduler()?;
         guard(|| {
             let _context = self.runtime.enter();
             let lifecycle = scheduler
                 .begin_request_lifecycle(&request_id)
                 .map_err(|error| SchedulerError::new_err(error_kind(&error)))?;
-            if let Some(due_ns) = due_ns {
-                let due_at = self.origin + Duration::from_nanos(due_ns);
+            if let Some(due_at) = due_at {
                 self.due
                     .lock()
                     .map_err(|_| HandleError::new_err("due-time map poisoned"))?
@@ -529,8 +557,34 @@ impl SchedulerTable {
         })
     }
 
-    /// Moves the paused Tokio clock to `now_ns`; every timer due on the way
-    /// (the actor's due-time timer) fires at its own instant.
+    /// The set the availability provider answers with from now on: the ids
+    /// given (sorted, duplicates dropped), or `None` for no availability source.
+    /// Nothing runs and the scheduler is not told: it reads the set the next
+    /// time it asks its provider.
+    #[pyo3(signature = (workers=None))]
+    fn set_available(&mut self, workers: Option<Vec<WorkerId>>) -> PyResult<()> {
+        let set = workers.map(|workers| Arc::new(workers.into_iter().collect::<HashSet<_>>()));
+        *self
+            .available
+            .lock()
+            .map_err(|_| HandleError::new_err("availability set poisoned"))? = set;
+        Ok(())
+    }
+
+    /// The set the availability provider answers with, sorted (`None`: no source).
+    fn available(&self) -> PyResult<Option<Vec<WorkerId>>> {
+        let set = self
+            .available
+            .lock()
+            .map_err(|_| HandleError::new_err("availability set poisoned"))?;
+        Ok(set.as_ref().map(|set| set.iter().copied().collect::<BTreeSet<_>>().into_iter().collect()))
+    }
+
+    /// Moves the paused Tokio clock to `now_ns` by explicit steps: to each due
+    /// time the binding handed the crate that lies on the way (the actor's
+    /// timer sleeps until exactly one of them), letting every task run after
+    /// each step, then to `now_ns`. No step waits for the runtime to go idle, so
+    /// an actor that never sleeps cannot stall the clock.
     fn advance_clock(&mut self, now_ns: u64) -> PyResult<()> {
         if now_ns < self.now_ns {
             return Err(SchedulerUsageError::new_err("scheduler clock cannot move backwards"));
@@ -540,12 +594,54 @@ impl SchedulerTable {
                 "scheduler clock beyond the binding's supported range",
             ));
         }
+        let target = self.origin + Duration::from_nanos(now_ns);
+        let current = self.origin + Duration::from_nanos(self.now_ns);
+        let stops: BTreeSet<Instant> = self
+            .due
+            .lock()
+            .map_err(|_| HandleError::new_err("due-time map poisoned"))?
+            .values()
+            .map(|&due_at| timer_tick(self.origin, due_at))
+            .filter(|&tick| current < tick && tick <= target)
+            .collect();
         guard(|| {
-            advance_paused(&self.runtime, self.origin, now_ns, SETTLE_YIELDS)?;
+            let reached = self.runtime.block_on(async move {
+                for stop in stops.into_iter().chain(std::iter::once(target)) {
+                    let now = Instant::now();
+                    if stop > now {
+                        tokio::time::advance(stop - now).await;
+                    }
+                    settle().await;
+                }
+                Instant::now()
+            });
+            if reached != target {
+                return Err(crate::RustPanic::new_err(format!(
+                    "paused clock drifted: at {:?} after moving to {now_ns} ns",
+                    reached.duration_since(self.origin)
+                )));
+            }
             self.now_ns = now_ns;
             Ok(())
         })
     }
+}
+
+/// `origin + due_ns`, or `None` past the platform's `Instant` range.
+fn instant_after(origin: Instant, due_ns: u128) -> Option<Instant> {
+    let secs = u64::try_from(due_ns / 1_000_000_000).ok()?;
+    let nanos = (due_ns % 1_000_000_000) as u32;
+    origin.checked_add(Duration::new(secs, nanos))
+}
+
+/// The instant a Tokio timer set for `due_at` fires: the first whole
+/// millisecond after the runtime's start (the origin) at or after `due_at`.
+fn timer_tick(origin: Instant, due_at: Instant) -> Instant {
+    let since = due_at.saturating_duration_since(origin);
+    let whole_ms = since.as_millis() + u128::from(since.subsec_nanos() % 1_000_000 != 0);
+    let secs = (whole_ms / 1_000) as u64;
+    let millis = (whole_ms % 1_000) as u32;
+    origin.checked_add(Duration::new(secs, millis * 1_000_000)).unwrap_or(due_at)
 }
 
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -26,7 +26,7 @@ from model.scheduler.ops import (
     SetCapacity,
     UpdateQueue,
 )
-from model.scheduler.types import DEADLINE_EXCEEDED, Fate, Request
+from model.scheduler.types import DEADLINE_EXCEEDED, DUE_KEY_CAP_MS, Fate, Request
 from properties.registry import Step, register
 
 if TYPE_CHECKING:
@@ -97,16 +97,30 @@ def _scheduled_order(view: SchedulerView) -> dict[str, int]:
 
 
 def _shared_head(view: SchedulerView) -> str | None:
-    """The waiting unpinned request served first: earliest due, then scheduled."""
+    """The waiting unpinned request served first: earliest due, then scheduled.
+
+    Due times at least `DUE_KEY_CAP_MS` after the queue's deadline origin (at
+    or before now) share one capped key, so they come in scheduled order; one
+    that may or may not be capped, by where the origin lies, leaves the head
+    unnamed (None).
+    """
     order = _scheduled_order(view)
     waiting = [
         rid for rid in _with_kind(view, "waiting") if not _request(view, rid).pinned
     ]
+    capped_from_ms = view.seen.now_ms + DUE_KEY_CAP_MS
 
-    def key(rid: str) -> tuple[bool, int, int]:
+    def key(rid: str) -> tuple[int, int, int]:
         due_ms = _request(view, rid).due_ms
-        return (due_ms is None, due_ms or 0, order[rid])
+        if due_ms is None:
+            return (2, 0, order[rid])
+        if due_ms >= capped_from_ms:
+            return (1, 0, order[rid])
+        return (0, due_ms, order[rid])
 
+    dues = [_request(view, rid).due_ms for rid in waiting]
+    if any(d is not None and DUE_KEY_CAP_MS <= d < capped_from_ms for d in dues):
+        return None
     return min(waiting, key=key) if waiting else None
 
 
