@@ -262,8 +262,9 @@ ROWS: tuple[Row, ...] = (
         "the key is capped at `u64::MAX - 1` ns (584 years) after the origin, "
         "which moves to now when a due time is parked into an empty due set: "
         "every due time past the cap sorts alike (arrival decides), before the "
-        "requests without one",
-        "policy_queue.rs:170, 631-639, 686-689",
+        "requests without one, and is rejected when the clock reaches the cap "
+        "(`now`'s key is capped alike), not at its own due time",
+        "policy_queue.rs:170, 543-545, 631-639, 686-689",
     ),
     Row(
         "scheduler_binding",
@@ -272,9 +273,10 @@ ROWS: tuple[Row, ...] = (
         "binding limits: workers `0..n` fixed at construction (one rank each), "
         "a worker's config is its capacity (`max_num_batched_tokens`); one class "
         "(`PolicyProfile::synthetic(Some(1.0), Fcfs)`: busy above capacity); no "
-        "active-request expiry (`new_without_expiry`); periodic recheck every 2 "
-        "days, the clock capped at 1 day and moved in explicit steps (each due "
-        "time it handed the crate on the way, then the target); due times as "
+        "active-request expiry (`new_without_expiry`); periodic recheck every "
+        "1,200 years, the clock capped at 600 years and moved in explicit steps "
+        "(each due time it handed the crate on the way, then the target, in "
+        "pieces of at most 2^29 ms); due times as "
         "far as the platform's `Instant` reaches; a picker of its own (lowest "
         "worker id) with one eligible worker per request (pinned, or the only "
         "allowed); a classifier of its own that only sets due times; an "

@@ -148,6 +148,46 @@ def test_due_times_beyond_the_cap_share_one_key_after_the_deadline_origin(
     assert Fate("waiting") == scheduler.fate(other)
 
 
+def test_a_due_time_past_the_cap_is_rejected_when_the_clock_reaches_the_cap(
+    build: Callable[[SchedulerConfig], SchedulerApi],
+) -> None:
+    """The timer fires at the capped key's instant, 584 years out, not at the due time.
+
+    The deadline origin is 0; the due time lies twice the cap out. One ms before
+    the cap the request waits; on it, it is rejected for its due time.
+    """
+    scheduler = build(FIVE)
+    scheduler.schedule(Schedule("big", 0, pinned=True, isl_tokens=6))
+    far = Schedule("far", 0, pinned=True, isl_tokens=1, due_ms=2 * DUE_KEY_CAP_MS)
+    scheduler.schedule(far)
+
+    scheduler.advance(DUE_KEY_CAP_MS - 1)
+    before_cap = scheduler.fate("far")
+    scheduler.advance(1)
+
+    assert Fate("waiting") == before_cap
+    assert Fate("rejected", "deadline_exceeded", DUE_KEY_CAP_MS) == scheduler.fate(
+        "far"
+    )
+    assert 1 == scheduler.class_stats().rejected_due_time_passed_total
+
+
+@pytest.mark.native
+def test_one_ns_under_the_cap_sorts_before_the_cap() -> None:
+    """A due key of `u64::MAX - 2` ns is not capped and comes first (ns due times)."""
+    scheduler = NativeScheduler(FIVE)
+    scheduler.schedule(Schedule("big", 0, pinned=True, isl_tokens=6))
+    on_cap = Schedule("on_cap", 0, pinned=True, isl_tokens=6)
+    under = Schedule("under", 0, pinned=True, isl_tokens=6)
+    scheduler.schedule_due_ns(on_cap, 2**64 - 2)
+    scheduler.schedule_due_ns(under, 2**64 - 3)
+
+    scheduler.free("big")
+
+    assert Fate("dispatched", "0", 0) == scheduler.fate("under")
+    assert Fate("waiting") == scheduler.fate("on_cap")
+
+
 @pytest.mark.native
 def test_a_due_time_beyond_the_platforms_instant_is_refused_and_changes_nothing() -> (
     None

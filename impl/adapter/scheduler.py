@@ -74,6 +74,16 @@ class NativeScheduler:
                 op.request_id, op.worker, op.pinned, op.isl_tokens, due_ns
             )
 
+    def schedule_due_ns(self, op: Schedule, due_ns: int) -> None:
+        """`schedule` with the due time in ns, the binding's unit (`op.due_ms` unused).
+
+        For due keys finer than a ms, as at the queue's cap (`u64::MAX - 1` ns).
+        """
+        with _scheduler_errors():
+            self._table.schedule(
+                op.request_id, op.worker, op.pinned, op.isl_tokens, due_ns
+            )
+
     def free(self, request_id: str) -> None:
         """`LocalScheduler::free`."""
         with _scheduler_errors():

@@ -38,9 +38,10 @@
 //!   `due_ns` is a `u128`: a due time may lie centuries past the clock's reach
 //!   (as far as `Instant` goes), where the queue caps its due keys;
 //! * the clock moves by explicit steps (`tokio::time::advance`), first to each
-//!   due time the binding handed the crate on the way, then to the target: the
-//!   actor's timer sleeps until exactly such a due time, so it fires at its own
-//!   instant, and a step never waits for the runtime to go idle.
+//!   due time the binding handed the crate on the way, then to the target, in
+//!   pieces of at most `STEP_MAX`: the actor's timer sleeps until exactly such
+//!   a due time, so it fires at its own instant, and a step never waits for
+//!   the runtime to go idle. The clock reaches 600 years (`CLOCK_NS_MAX`).
 //!
 //! A request's caller is a spawned task awaiting
 //! `LocalScheduler::schedule_request`; cancelling a request aborts that task,
@@ -77,12 +78,20 @@ use crate::{HandleError, guard};
 create_exception!(_native, SchedulerError, PyException, "An error the scheduler returned (SequenceError).");
 create_exception!(_native, SchedulerUsageError, PyException, "A scheduler call the binding cannot make.");
 
-/// The furthest the binding moves a scheduler's clock from its origin: one
-/// day. Beyond it the periodic recheck (`RECHECK_INTERVAL`) could fire.
-const CLOCK_NS_MAX: u64 = 86_400 * 1_000_000_000;
+/// Seconds in a (Julian) year.
+const YEAR_S: u64 = 31_557_600;
 
-/// The scheduler's periodic recheck interval: two days, past `CLOCK_NS_MAX`.
-const RECHECK_INTERVAL: Duration = Duration::from_secs(2 * 86_400);
+/// The furthest the binding moves a scheduler's clock from its origin: 600
+/// years, past the 584.5 years (2^64 ns) at which the queue caps its due keys.
+/// Beyond it the periodic recheck (`RECHECK_INTERVAL`) could fire.
+const CLOCK_NS_MAX: u128 = 600 * YEAR_S as u128 * 1_000_000_000;
+
+/// The scheduler's periodic recheck interval: 1,200 years, past `CLOCK_NS_MAX`.
+const RECHECK_INTERVAL: Duration = Duration::from_secs(1_200 * YEAR_S);
+
+/// The longest single move of the paused clock: 2^29 ms (about six days),
+/// within one slot of the Tokio timer wheel's top level (2^30 ms).
+const STEP_MAX: Duration = Duration::from_millis(1 << 29);
 
 /// Yields that let the tasks a call made ready run before Python regains
 /// control. A schedule crosses four tasks (caller, classifier, actor, caller);
@@ -160,14 +169,14 @@ type Scheduler = LocalScheduler<NoopSequencePublisher, WorkerCapacity, WorkerSel
 
 /// What the caller's future returned (the worker id, or the error's kind), and
 /// when: nanoseconds since construction on the paused clock.
-type Outcome = (Result<WorkerId, String>, u64);
+type Outcome = (Result<WorkerId, String>, u128);
 
 /// One request's caller: its task, its lifecycle, and its outcome once known.
 struct Caller {
     task: JoinHandle<()>,
     lifecycle: Option<RequestLifecycle>,
     /// When the binding dropped the caller's future, in ns since construction.
-    cancelled_at_ns: Option<u64>,
+    cancelled_at_ns: Option<u128>,
 }
 
 /// The kind of a `KvSchedulerError`, as one stable word.
@@ -196,7 +205,7 @@ pub struct SchedulerTable {
     outcomes: Arc<Mutex<BTreeMap<String, Outcome>>>,
     callers: BTreeMap<String, Caller>,
     origin: Instant,
-    now_ns: u64,
+    now_ns: u128,
     runtime: Runtime,
 }
 
@@ -322,7 +331,7 @@ impl SchedulerTable {
 
     /// The paused clock, in nanoseconds since construction.
     #[getter]
-    fn now_ns(&self) -> u64 {
+    fn now_ns(&self) -> u128 {
         self.now_ns
     }
 
@@ -396,7 +405,7 @@ impl SchedulerTable {
                     .await
                     .map(|response| response.best_worker.worker_id)
                     .map_err(|error| error_kind(&error));
-                let at_ns = Instant::now().duration_since(origin).as_nanos() as u64;
+                let at_ns = Instant::now().duration_since(origin).as_nanos();
                 if let Ok(mut outcomes) = outcomes.lock() {
                     outcomes.insert(id, (outcome, at_ns));
                 }
@@ -410,7 +419,7 @@ impl SchedulerTable {
     /// A request's fate and when it was sealed (ns since construction):
     /// ("waiting", None, None), ("dispatched", worker id, t), ("rejected",
     /// error kind, t) or ("cancelled", None, t).
-    fn fate(&self, request_id: &str) -> PyResult<(&'static str, Option<String>, Option<u64>)> {
+    fn fate(&self, request_id: &str) -> PyResult<(&'static str, Option<String>, Option<u128>)> {
         let caller = self
             .callers
             .get(request_id)
@@ -585,7 +594,12 @@ impl SchedulerTable {
     /// timer sleeps until exactly one of them), letting every task run after
     /// each step, then to `now_ns`. No step waits for the runtime to go idle, so
     /// an actor that never sleeps cannot stall the clock.
-    fn advance_clock(&mut self, now_ns: u64) -> PyResult<()> {
+    ///
+    /// A timer at an instant the binding did not hand the crate (a capped due
+    /// key's, `u64::MAX - 1` ns after the queue's deadline origin) fires at the
+    /// end of the step that passes it: move the clock onto that instant to see
+    /// it fire there.
+    fn advance_clock(&mut self, now_ns: u128) -> PyResult<()> {
         if now_ns < self.now_ns {
             return Err(SchedulerUsageError::new_err("scheduler clock cannot move backwards"));
         }
@@ -594,8 +608,9 @@ impl SchedulerTable {
                 "scheduler clock beyond the binding's supported range",
             ));
         }
-        let target = self.origin + Duration::from_nanos(now_ns);
-        let current = self.origin + Duration::from_nanos(self.now_ns);
+        let out_of_range = || SchedulerUsageError::new_err("scheduler clock beyond the binding's supported range");
+        let target = instant_after(self.origin, now_ns).ok_or_else(out_of_range)?;
+        let current = instant_after(self.origin, self.now_ns).ok_or_else(out_of_range)?;
         let stops: BTreeSet<Instant> = self
             .due
             .lock()
@@ -607,9 +622,16 @@ impl SchedulerTable {
         guard(|| {
             let reached = self.runtime.block_on(async move {
                 for stop in stops.into_iter().chain(std::iter::once(target)) {
-                    let now = Instant::now();
-                    if stop > now {
-                        tokio::time::advance(stop - now).await;
+                    // Long moves go in pieces within the timer wheel's slot span,
+                    // so its far levels are processed on the way.
+                    loop {
+                        let now = Instant::now();
+                        let step = stop.saturating_duration_since(now).min(STEP_MAX);
+                        if step.is_zero() {
+                            break;
+                        }
+                        tokio::time::advance(step).await;
+                        settle().await;
                     }
                     settle().await;
                 }

@@ -63,7 +63,9 @@ Rules, each with the crate's place:
   `DeadlineExceeded`, counted once in `rejected_due_time_passed_total`: at
   `schedule` (queue.rs:1196-1202), and while parked at exactly its due time,
   by the actor's timer (queue.rs:1282-1289, policy_queue.rs:682-708: the range
-  is inclusive). The boundary: due exactly now is rejected.
+  is inclusive). The boundary: due exactly now is rejected. A due time past
+  the cap is rejected when the clock reaches the cap (`expiry_ms`): the timer
+  sleeps until the capped key's instant and `now`'s key is capped alike.
 * Cancellation: a caller that goes away while its request is parked removes
   it (its lease's drop, queue.rs:451-466; `drain_cleanup`, queue.rs:1291-1388).
   Only if it was the head of its lane (blocked lanes included) and some lane's
@@ -156,6 +158,16 @@ class SchedulerState:
             return NO_DUE_KEY_MS
         return min(max(due_ms - self.deadline_origin_ms, 0), DUE_KEY_CAP_MS)
 
+    def expiry_ms(self, request_id: str) -> int | None:
+        """When the actor's timer rejects the request: the origin plus its key.
+
+        That is its due time, or, for a due time past the cap, the cap's instant
+        (policy_queue.rs:543-545 and 682-689: the key of `now` is capped alike).
+        """
+        if self.requests[request_id].due_ms is None:
+            return None
+        return self.deadline_origin_ms + self.due_key_ms(request_id)
+
     def order_key(self, request_id: str) -> tuple[int, int]:
         """Serve order: smaller due key first (none last), then parked order."""
         return (self.due_key_ms(request_id), self.parked.index(request_id))
@@ -206,9 +218,9 @@ class SchedulerState:
         assert all(self.fates[rid].kind == "dispatched" for rid in self.booked)
         # a blocked worker has a pinned lane
         assert self.blocked <= set(self.lane_workers())
-        # the clock never passes a waiting request's due time
-        dues_ms = [self.requests[rid].due_ms for rid in self.parked]
-        assert all(due_ms is None or due_ms > self.now_ms for due_ms in dues_ms)
+        # the clock never passes a waiting request's expiry
+        expiries_ms = [self.expiry_ms(rid) for rid in self.parked]
+        assert all(at_ms is None or at_ms > self.now_ms for at_ms in expiries_ms)
 
 
 def initial_state(config: SchedulerConfig) -> SchedulerState:
@@ -286,13 +298,14 @@ def _forget_empty_lanes(state: SchedulerState) -> SchedulerState:
 
 
 def reject_expired(state: SchedulerState) -> SchedulerState:
-    """Reject every parked request whose due time is at or before now.
+    """Reject every parked request whose expiry is at or before now.
 
-    queue.rs:1282-1289 and policy_queue.rs:682-708 (the range is inclusive).
+    queue.rs:1282-1289 and policy_queue.rs:682-708 (the range is inclusive; the
+    key of `now` is capped as the due keys are, :686-689).
     """
     for request_id in sorted(state.parked, key=state.order_key):
-        due_ms = state.requests[request_id].due_ms
-        if due_ms is not None and due_ms <= state.now_ms:
+        expiry_ms = state.expiry_ms(request_id)
+        if expiry_ms is not None and expiry_ms <= state.now_ms:
             fate = Fate("rejected", DEADLINE_EXCEEDED, state.now_ms)
             state = replace(
                 _seal(state, request_id, fate),
@@ -367,16 +380,17 @@ def set_capacity(state: SchedulerState, worker: int, tokens: int) -> SchedulerSt
 
 
 def advance(state: SchedulerState, delta_ms: int) -> SchedulerState:
-    """Move the clock; at each due time on the way, expire and recheck all.
+    """Move the clock; at each expiry on the way, expire and recheck all.
 
-    The actor sleeps until the earliest due time (queue.rs:1079-1104).
+    The actor sleeps until the earliest due key's instant (queue.rs:1079-1104,
+    policy_queue.rs:543-545).
     """
     target_ms = state.now_ms + delta_ms
     for _ in range(len(state.parked) + 1):
         due_times = [
-            due
+            at_ms
             for rid in state.parked
-            if (due := state.requests[rid].due_ms) is not None and due <= target_ms
+            if (at_ms := state.expiry_ms(rid)) is not None and at_ms <= target_ms
         ]
         if not due_times:
             return replace(state, now_ms=target_ms)
