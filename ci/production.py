@@ -240,9 +240,31 @@ ROWS: tuple[Row, ...] = (
         "`take_if_in_class` is crate-private; SPEC does not say who calls it",
         "dropping the caller's future while its request is parked removes it "
         "(the lifecycle lease's drop, then `drain_cleanup`) and its counters; a "
-        "removed lane head lets the queue drain; after dispatch the booking is "
-        "committed and dropping changes nothing",
-        "queue.rs:451-466, 1291-1388; local.rs:312-360",
+        "removed lane head (blocked lanes included) rechecks every lane and "
+        "drains only if some lane's head then passes the dispatch test; after "
+        "dispatch the booking is committed and dropping changes nothing",
+        "queue.rs:451-466, 1291-1414; local.rs:312-360",
+    ),
+    Row(
+        "scheduler_availability",
+        "C.9",
+        "`WorkerAvailabilityProvider` is an inclusion set; `None` means no source",
+        "the provider is asked whenever a head is tested or a worker selected; "
+        "a head whose worker is not available passes the dispatch test and its "
+        "selection fails with `NoEndpoints`; a changed answer rechecks nothing, "
+        "so a blocked lane's worker that goes away is noticed at the next recheck",
+        "queue.rs:1390-1414, 1479-1520, 1614-1634, 1907-1936; filter.rs:179-195",
+    ),
+    Row(
+        "scheduler_due_key_cap",
+        "C.9",
+        "`due_at` becomes a key in ns after `deadline_origin`",
+        "the key is capped at `u64::MAX - 1` ns (584 years) after the origin, "
+        "which moves to now when a due time is parked into an empty due set: "
+        "every due time past the cap sorts alike (arrival decides), before the "
+        "requests without one, and is rejected when the clock reaches the cap "
+        "(`now`'s key is capped alike), not at its own due time",
+        "policy_queue.rs:170, 543-545, 631-639, 686-689",
     ),
     Row(
         "scheduler_binding",
@@ -251,10 +273,15 @@ ROWS: tuple[Row, ...] = (
         "binding limits: workers `0..n` fixed at construction (one rank each), "
         "a worker's config is its capacity (`max_num_batched_tokens`); one class "
         "(`PolicyProfile::synthetic(Some(1.0), Fcfs)`: busy above capacity); no "
-        "active-request expiry (`new_without_expiry`); periodic recheck every 2 "
-        "days, the clock capped at 1 day; a picker of its own (lowest worker id) "
-        "with one eligible worker per request (pinned, or the only allowed); a "
-        "classifier of its own that only sets due times; one caller per id",
+        "active-request expiry (`new_without_expiry`); periodic recheck every "
+        "1,200 years, the clock capped at 600 years and moved in explicit steps "
+        "(each due time it handed the crate on the way, then the target, in "
+        "pieces of at most 2^29 ms); due times as "
+        "far as the platform's `Instant` reaches; a picker of its own (lowest "
+        "worker id) with one eligible worker per request (pinned, or the only "
+        "allowed); a classifier of its own that only sets due times; an "
+        "availability provider of its own answering the set last given (none by "
+        "default); one caller per id",
         "impl/src/scheduler.rs",
     ),
 )

@@ -1,8 +1,10 @@
 """The differential scheduler machine: Hypothesis drives the model and a SUT.
 
-Rules interleave scheduling (pinned or shared, with or without a due time),
-frees, capacity changes, `update_queue`, clock advances that land before, on
-and after due times, and cancellations. Every rule builds operations of
+Rules interleave scheduling (pinned or shared, with or without a due time,
+due times centuries out where the queue caps its due keys), frees, capacity
+changes, `update_queue`, clock advances that land before, on and after due
+times, cancellations, and changes of the set of available workers (which the
+scheduler is not told of). Every rule builds operations of
 `model.scheduler.ops` and steps them through the scheduler's `Harness`
 (`stateful/scheduler_subject.py`). Preconditions and drawn keys depend on the
 model only, and are drawn from sorted lists.
@@ -21,10 +23,11 @@ from model.scheduler.ops import (
     Cancel,
     Free,
     Schedule,
+    SetAvailable,
     SetCapacity,
     UpdateQueue,
 )
-from model.scheduler.types import SchedulerConfig
+from model.scheduler.types import DUE_KEY_CAP_MS, SchedulerConfig
 from stateful.machine import DifferentialMachine
 from stateful.scheduler_subject import (
     SchedulerFactory,
@@ -42,6 +45,12 @@ WORKER_COUNTS = (1, 2, 3)
 DUE_OFFSETS_MS = (None, None, 0, 1, 2, 5, 20)
 """A due time relative to now (None: no due time; 0: due exactly now)."""
 ADVANCE_KINDS = ("zero", "one", "to_due", "before_due", "past_due", "far")
+ADVANCE_REACH_MS = 60_000
+"""Advances aim at due times at most this far ahead: the binding's clock stops
+at one day, and due times centuries out are for ordering, not for expiry."""
+FAR_DUE_KINDS = ("none", "cap-1", "cap", "cap+1", "twice the cap")
+"""A due time relative to the queue's deadline origin: none, one ms before the
+first capped due key, on it, after it, or far beyond it."""
 TEARDOWN_FREES_PER_REQUEST = 1
 """Teardown frees at most this many bookings per request scheduled (each request
 is booked at most once), plus one: the cap of its loop."""
@@ -89,10 +98,12 @@ class SchedulerMachine(DifferentialMachine):
         )
 
     def _due_times_ahead(self) -> list[int]:
+        """Due times of waiting requests the clock may reach (far ones left out)."""
+        reach_ms = self.state.now_ms + ADVANCE_REACH_MS
         return sorted(
             due
             for rid in self.state.parked
-            if (due := self.state.requests[rid].due_ms) is not None
+            if (due := self.state.requests[rid].due_ms) is not None and due <= reach_ms
         )
 
     # -- preconditions (model only) --
@@ -181,6 +192,102 @@ class SchedulerMachine(DifferentialMachine):
         if tokens is None:
             tokens = data.draw(st.sampled_from(CAPACITIES_TOKENS), label="tokens")
         self._apply("set_capacity", SetCapacity(worker, tokens))
+
+    @rule(data=st.data(), source=st.booleans())
+    def set_available(self, data: st.DataObject, source: bool) -> None:
+        """The set of available workers changes, unannounced, alike."""
+        workers = None
+        if source:
+            every = list(range(self._workers()))
+            chosen = data.draw(st.lists(st.sampled_from(every), unique=True), "set")
+            workers = frozenset(chosen)
+        self._apply("set_available", SetAvailable(workers))
+
+    @rule(
+        data=st.data(),
+        recheck=st.booleans(),
+        due=st.sampled_from(("none", "dispatched", "waiting")),
+    )
+    def a_blocked_lane_whose_worker_goes_away(
+        self, data: st.DataObject, recheck: bool, due: str
+    ) -> None:
+        """A blocked lane's worker stops being available; only a recheck tells.
+
+        A request larger than the worker's capacity makes it busy (with a due
+        time in 1 ms: `dispatched`), a second waits in its pinned lane (with a
+        due time in 5 ms: `waiting`), `update_queue` optionally rechecks, the
+        worker leaves the available set, the clock passes 2 ms, and a shared
+        request for that worker is refused: the blocked lane must stay blocked
+        until the next recheck, alike.
+        """
+        rule_name = "a_blocked_lane_whose_worker_goes_away"
+        worker = data.draw(st.integers(0, self._workers() - 1), label="worker")
+        now_ms = self.state.now_ms
+        big = self.state.capacities_tokens[worker] + 1
+        first_due = now_ms + 1 if due == "dispatched" else None
+        waiting_due = now_ms + 5 if due == "waiting" else None
+        self._apply(
+            rule_name,
+            Schedule(
+                self._new_id(), worker, pinned=True, isl_tokens=big, due_ms=first_due
+            ),
+        )
+        self._apply(
+            rule_name,
+            Schedule(
+                self._new_id(), worker, pinned=True, isl_tokens=1, due_ms=waiting_due
+            ),
+        )
+        if recheck:
+            self._apply(rule_name, UpdateQueue())
+        others = frozenset(range(self._workers())) - {worker}
+        self._apply(rule_name, SetAvailable(others))
+        self._apply(rule_name, Advance(2))
+        self._apply(
+            rule_name, Schedule(self._new_id(), worker, pinned=False, isl_tokens=0)
+        )
+
+    @rule(
+        data=st.data(),
+        first=st.sampled_from(FAR_DUE_KINDS),
+        second=st.sampled_from(FAR_DUE_KINDS),
+        step=st.booleans(),
+    )
+    def two_far_due_times_in_one_lane(
+        self, data: st.DataObject, first: str, second: str, step: bool
+    ) -> None:
+        """Two requests due centuries out wait in one lane and leave in key order.
+
+        The clock optionally moves 1 ms (so the deadline origin is not the
+        scheduler's start); a request larger than the worker's capacity makes
+        it busy; two more, each as large, wait in its pinned lane with due times
+        around the cap of the due key (relative to the deadline origin they will
+        share); the first is freed and one of the two is dispatched, alike.
+        """
+        rule_name = "two_far_due_times_in_one_lane"
+        worker = data.draw(st.integers(0, self._workers() - 1), label="worker")
+        if step:
+            self._apply(rule_name, Advance(1))
+        big = self.state.capacities_tokens[worker] + 1
+        holder = self._new_id()
+        self._apply(rule_name, Schedule(holder, worker, pinned=True, isl_tokens=big))
+        state = self.state
+        origin_ms = state.deadline_origin_ms if state.has_due_parked() else state.now_ms
+        offsets = {
+            "cap-1": DUE_KEY_CAP_MS - 1,
+            "cap": DUE_KEY_CAP_MS,
+            "cap+1": DUE_KEY_CAP_MS + 1,
+            "twice the cap": 2 * DUE_KEY_CAP_MS,
+        }
+        for kind in (first, second):
+            offset = offsets.get(kind)
+            due_ms = None if offset is None else origin_ms + offset
+            far = Schedule(
+                self._new_id(), worker, pinned=True, isl_tokens=big, due_ms=due_ms
+            )
+            self._apply(rule_name, far)
+        if holder in self.state.booked:
+            self._apply(rule_name, Free(holder))
 
     @rule()
     def update_queue(self) -> None:

@@ -8,7 +8,13 @@ from ci import production
 from impl.adapter.scheduler import NS_PER_MS, NativeScheduler
 from model.errors import SchedulerError
 from model.scheduler.ops import Schedule
-from model.scheduler.types import DEADLINE_EXCEEDED, Fate, SchedulerConfig
+from model.scheduler.types import (
+    DEADLINE_EXCEEDED,
+    DUE_KEY_CAP_MS,
+    NO_ENDPOINTS,
+    Fate,
+    SchedulerConfig,
+)
 
 pytestmark = [pytest.mark.pinned, pytest.mark.native]
 
@@ -25,12 +31,14 @@ def _blocked_lane() -> NativeScheduler:
 
 
 def test_every_scheduler_row_is_declared() -> None:
-    """The table holds the five scheduler rows these tests check."""
+    """The table holds the seven scheduler rows these tests check."""
     keys = {row.key for row in production.ROWS if row.key.startswith("scheduler_")}
 
     assert {
+        "scheduler_availability",
         "scheduler_binding",
         "scheduler_cancel",
+        "scheduler_due_key_cap",
         "scheduler_due_time",
         "scheduler_recheck",
         "scheduler_timer_grid",
@@ -107,12 +115,40 @@ def test_scheduler_cancel_removes_a_parked_request_and_nothing_after_dispatch() 
 
 
 def test_scheduler_binding_keeps_its_fixed_workers_and_clock_range() -> None:
-    """Workers are `0..n` from construction; the clock stops at one day."""
+    """Workers are `0..n` from construction; the clock stops at 600 years."""
     scheduler = NativeScheduler(CONFIG)
 
     with pytest.raises(SchedulerError, match="unknown worker"):
         scheduler.set_capacity(2, 1)
     with pytest.raises(SchedulerError, match="supported range"):
-        scheduler.advance(86_400_000 + 1)
+        scheduler.advance(600 * 31_557_600_000 + 1)
 
     assert [(0, 0), (1, 0)] == scheduler.active_requests()
+
+
+def test_scheduler_availability_a_changed_answer_rechecks_nothing() -> None:
+    """A blocked lane's worker that goes away is refused at the next recheck only."""
+    scheduler = _blocked_lane()
+    scheduler.set_available(frozenset({1}))
+
+    scheduler.schedule(Schedule("other", 1, pinned=True, isl_tokens=1))
+    before_recheck = scheduler.fate("small")
+    scheduler.update_queue()
+
+    assert Fate("waiting") == before_recheck
+    assert Fate("rejected", NO_ENDPOINTS, 0) == scheduler.fate("small")
+
+
+def test_scheduler_due_key_cap_far_due_times_tie_before_requests_without_one() -> None:
+    """Due times past the cap sort alike, by arrival, and before no due time."""
+    scheduler = _blocked_lane()
+    far_ms = 2 * DUE_KEY_CAP_MS
+    scheduler.schedule(Schedule("later", 0, pinned=True, isl_tokens=6, due_ms=far_ms))
+    capped = Schedule("capped", 0, pinned=True, isl_tokens=6, due_ms=DUE_KEY_CAP_MS)
+    scheduler.schedule(capped)
+
+    scheduler.free("big")
+
+    assert Fate("waiting") == scheduler.fate("small")
+    assert Fate("dispatched", "0", 0) == scheduler.fate("later")
+    assert Fate("waiting") == scheduler.fate("capped")

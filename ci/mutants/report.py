@@ -349,6 +349,8 @@ def merge(folders: Sequence[Path], rechecks: Sequence[Path] = ()) -> dict[str, A
     again after the suite gained a rule): each of their entries replaces the
     shard's entry for that mutant, and the merged report lists every
     replacement (`rechecked`: the outcomes before and after, and the commits).
+    A mutant in several rechecks takes the last one given (a sorted glob of
+    the stamped folders gives them in time order); `before` stays the shard's.
     """
     if not folders:
         raise MergeError("merge needs at least one report folder")
@@ -399,12 +401,15 @@ def _apply_rechecks(
             raise MergeError(f"recheck {folder} is not an --ids run")
         for entry in data["mutants"]:
             mutant = entry["id"]
-            if mutant in replaced:
-                raise MergeError(f"mutant {mutant} rechecked twice ({folder})")
+            # Rechecked again (a later run, after a change to the suite): the
+            # later recheck stands, and `before` stays the shard's outcome.
+            earlier = replaced.get(mutant)
             before = entries.get(mutant)
             replaced[mutant] = {
                 "id": mutant,
-                "before": None if before is None else _outcomes(before[1]),
+                "before": earlier["before"]
+                if earlier is not None
+                else (None if before is None else _outcomes(before[1])),
                 "after": _outcomes(entry),
                 "folder": folder.name,
                 "git_commit": data["git_commit"],

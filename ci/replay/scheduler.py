@@ -44,6 +44,7 @@ from model.scheduler.ops import (
     Free,
     Schedule,
     SchedulerOutcome,
+    SetAvailable,
     SetCapacity,
 )
 from model.scheduler.table import SchedulerState, parked_in_order
@@ -214,6 +215,11 @@ def show_op(op: Any) -> str:
             return f"advance {delta_ms} ms"
         case Cancel(request_id):
             return f"the caller of {request_id} goes away"
+        case SetAvailable(workers=None):
+            return "no availability source"
+        case SetAvailable(workers=workers) if workers is not None:
+            names = ", ".join(f"w{worker}" for worker in sorted(workers)) or "none"
+            return f"available: {names}"
     return type(op).__name__.lower()
 
 

@@ -2,7 +2,9 @@
 
 The public scheduler over its admission queue, as Dynamo drives it: workers
 `0..n` whose only configuration is their capacity, a paused Tokio clock, due
-times set through a request classifier, callers that can go away.
+times set through a request classifier (as far out as the platform's
+`Instant` reaches), an availability provider whose answer the caller sets,
+callers that can go away.
 """
 
 from __future__ import annotations
@@ -72,6 +74,16 @@ class NativeScheduler:
                 op.request_id, op.worker, op.pinned, op.isl_tokens, due_ns
             )
 
+    def schedule_due_ns(self, op: Schedule, due_ns: int) -> None:
+        """`schedule` with the due time in ns, the binding's unit (`op.due_ms` unused).
+
+        For due keys finer than a ms, as at the queue's cap (`u64::MAX - 1` ns).
+        """
+        with _scheduler_errors():
+            self._table.schedule(
+                op.request_id, op.worker, op.pinned, op.isl_tokens, due_ns
+            )
+
     def free(self, request_id: str) -> None:
         """`LocalScheduler::free`."""
         with _scheduler_errors():
@@ -91,6 +103,11 @@ class NativeScheduler:
         """The paused clock moves forward by `delta_ms`."""
         with _scheduler_errors():
             self._table.advance_clock(self._table.now_ns + delta_ms * NS_PER_MS)
+
+    def set_available(self, workers: frozenset[int] | None) -> None:
+        """The binding's availability provider answers `workers` from now on."""
+        with _scheduler_errors():
+            self._table.set_available(None if workers is None else sorted(workers))
 
     def cancel(self, request_id: str) -> bool:
         """The caller's future is dropped; whether it was still waiting."""

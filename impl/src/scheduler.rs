@@ -17,8 +17,13 @@
 //! * one policy class (`PolicyProfile::synthetic(Some(busy_threshold_frac),
 //!   Fcfs)`), a no-op sequence publisher, a tracker without the active-request
 //!   expiry guard (`ActiveSequencesMultiWorker::new_without_expiry`), no
-//!   prefill-load estimator, no overlap refresh, no overload or availability
-//!   providers;
+//!   prefill-load estimator, no overlap refresh, no overload provider;
+//! * an availability provider of the binding's own
+//!   (`WorkerAvailabilityProvider`): it answers every request with the set the
+//!   caller last gave `set_available` (`None`, the default: no availability
+//!   source, as when none is installed). Changing the set tells the scheduler
+//!   nothing (no capacity hint), as a health source that changes its mind
+//!   between calls does;
 //! * the periodic recheck interval is `RECHECK_INTERVAL`, beyond the clock's
 //!   reach (`CLOCK_NS_MAX`), so every recheck the suite sees comes from a call;
 //! * selection: `WorkerSelectionPolicy` with no scorers and a picker of the
@@ -30,13 +35,20 @@
 //!   `install_request_classifier`) sets `ClassifyRequest::set_due_at(origin +
 //!   due_ns)` for a request that was scheduled with a due time; every request
 //!   opens a lifecycle with `begin_request_lifecycle` so the classifier sees it.
+//!   `due_ns` is a `u128`: a due time may lie centuries past the clock's reach
+//!   (as far as `Instant` goes), where the queue caps its due keys;
+//! * the clock moves by explicit steps (`tokio::time::advance`), first to each
+//!   due time the binding handed the crate on the way, then to the target, in
+//!   pieces of at most `STEP_MAX`: the actor's timer sleeps until exactly such
+//!   a due time, so it fires at its own instant, and a step never waits for
+//!   the runtime to go idle. The clock reaches 600 years (`CLOCK_NS_MAX`).
 //!
 //! A request's caller is a spawned task awaiting
 //! `LocalScheduler::schedule_request`; cancelling a request aborts that task,
 //! which drops the caller's future (and with it the admission lease and the
 //! response receiver) exactly as a client that goes away does.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -44,7 +56,7 @@ use dynamo_kv_router::config::{KvRouterConfig, RouterQueuePolicy};
 use dynamo_kv_router::protocols::{RoutingConstraints, WorkerConfigLike, WorkerId, WorkerWithDpRank};
 use dynamo_kv_router::scheduling::{
     ClassifyFuture, ClassifyRequest, KvSchedulerError, OverlapSignals, PolicyProfile,
-    RequestClassifier, RequestLifecycle, ScheduleMode, ScheduleRequest,
+    RequestClassifier, RequestLifecycle, ScheduleMode, ScheduleRequest, WorkerAvailabilityProvider,
 };
 use dynamo_kv_router::selector::WorkerSelectionPolicy;
 use dynamo_kv_router::{
@@ -60,18 +72,26 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::affinity::{advance_paused, paused_runtime, settle_for};
+use crate::affinity::{paused_runtime, settle_for};
 use crate::{HandleError, guard};
 
 create_exception!(_native, SchedulerError, PyException, "An error the scheduler returned (SequenceError).");
 create_exception!(_native, SchedulerUsageError, PyException, "A scheduler call the binding cannot make.");
 
-/// The furthest the binding moves a scheduler's clock from its origin: one
-/// day. Beyond it the periodic recheck (`RECHECK_INTERVAL`) could fire.
-const CLOCK_NS_MAX: u64 = 86_400 * 1_000_000_000;
+/// Seconds in a (Julian) year.
+const YEAR_S: u64 = 31_557_600;
 
-/// The scheduler's periodic recheck interval: two days, past `CLOCK_NS_MAX`.
-const RECHECK_INTERVAL: Duration = Duration::from_secs(2 * 86_400);
+/// The furthest the binding moves a scheduler's clock from its origin: 600
+/// years, past the 584.5 years (2^64 ns) at which the queue caps its due keys.
+/// Beyond it the periodic recheck (`RECHECK_INTERVAL`) could fire.
+const CLOCK_NS_MAX: u128 = 600 * YEAR_S as u128 * 1_000_000_000;
+
+/// The scheduler's periodic recheck interval: 1,200 years, past `CLOCK_NS_MAX`.
+const RECHECK_INTERVAL: Duration = Duration::from_secs(1_200 * YEAR_S);
+
+/// The longest single move of the paused clock: 2^29 ms (about six days),
+/// within one slot of the Tokio timer wheel's top level (2^30 ms).
+const STEP_MAX: Duration = Duration::from_millis(1 << 29);
 
 /// Yields that let the tasks a call made ready run before Python regains
 /// control. A schedule crosses four tasks (caller, classifier, actor, caller);
@@ -142,18 +162,21 @@ impl RequestClassifier for DueTimeClassifier {
     }
 }
 
+/// The workers the availability provider answers with (`None`: no source).
+type Available = Arc<Mutex<Option<Arc<HashSet<WorkerId>>>>>;
+
 type Scheduler = LocalScheduler<NoopSequencePublisher, WorkerCapacity, WorkerSelectionPolicy>;
 
 /// What the caller's future returned (the worker id, or the error's kind), and
 /// when: nanoseconds since construction on the paused clock.
-type Outcome = (Result<WorkerId, String>, u64);
+type Outcome = (Result<WorkerId, String>, u128);
 
 /// One request's caller: its task, its lifecycle, and its outcome once known.
 struct Caller {
     task: JoinHandle<()>,
     lifecycle: Option<RequestLifecycle>,
     /// When the binding dropped the caller's future, in ns since construction.
-    cancelled_at_ns: Option<u64>,
+    cancelled_at_ns: Option<u128>,
 }
 
 /// The kind of a `KvSchedulerError`, as one stable word.
@@ -178,10 +201,11 @@ pub struct SchedulerTable {
     configs: watch::Sender<HashMap<WorkerId, WorkerCapacity>>,
     shutdown: CancellationToken,
     due: Arc<Mutex<HashMap<String, Instant>>>,
+    available: Available,
     outcomes: Arc<Mutex<BTreeMap<String, Outcome>>>,
     callers: BTreeMap<String, Caller>,
     origin: Instant,
-    now_ns: u64,
+    now_ns: u128,
     runtime: Runtime,
 }
 
@@ -240,6 +264,11 @@ impl SchedulerTable {
                 .collect();
             let dp_range = configs.keys().map(|&id| (id, (0, 1))).collect();
             let due = Arc::new(Mutex::new(HashMap::new()));
+            let available: Available = Arc::new(Mutex::new(None));
+            let provider_set = Arc::clone(&available);
+            let provider: WorkerAvailabilityProvider = Arc::new(move |_request| {
+                provider_set.lock().ok().and_then(|set| set.clone())
+            });
             let shutdown = CancellationToken::new();
             let (configs_tx, configs_rx) = watch::channel(configs);
             let (scheduler, origin) = runtime.block_on(async {
@@ -267,7 +296,7 @@ impl SchedulerTable {
                     None,
                     None,
                     None,
-                    None,
+                    Some(provider),
                     RECHECK_INTERVAL,
                     true,
                     shutdown.clone(),
@@ -290,6 +319,7 @@ impl SchedulerTable {
                 configs: configs_tx,
                 shutdown,
                 due,
+                available,
                 outcomes: Arc::new(Mutex::new(BTreeMap::new())),
                 callers: BTreeMap::new(),
                 origin,
@@ -301,7 +331,7 @@ impl SchedulerTable {
 
     /// The paused clock, in nanoseconds since construction.
     #[getter]
-    fn now_ns(&self) -> u64 {
+    fn now_ns(&self) -> u128 {
         self.now_ns
     }
 
@@ -317,21 +347,28 @@ impl SchedulerTable {
         worker: WorkerId,
         pinned: bool,
         isl_tokens: usize,
-        due_ns: Option<u64>,
+        due_ns: Option<u128>,
     ) -> PyResult<()> {
         if self.callers.contains_key(&request_id) {
             return Err(SchedulerUsageError::new_err(format!(
                 "request id {request_id:?} already has a caller"
             )));
         }
+        let due_at = match due_ns {
+            None => None,
+            Some(due_ns) => Some(instant_after(self.origin, due_ns).ok_or_else(|| {
+                SchedulerUsageError::new_err(format!(
+                    "due time {due_ns} ns after the origin is beyond the platform's Instant"
+                ))
+            })?),
+        };
         let scheduler = self.scheduler()?;
         guard(|| {
             let _context = self.runtime.enter();
             let lifecycle = scheduler
                 .begin_request_lifecycle(&request_id)
                 .map_err(|error| SchedulerError::new_err(error_kind(&error)))?;
-            if let Some(due_ns) = due_ns {
-                let due_at = self.origin + Duration::from_nanos(due_ns);
+            if let Some(due_at) = due_at {
                 self.due
                     .lock()
                     .map_err(|_| HandleError::new_err("due-time map poisoned"))?
@@ -368,7 +405,7 @@ impl SchedulerTable {
                     .await
                     .map(|response| response.best_worker.worker_id)
                     .map_err(|error| error_kind(&error));
-                let at_ns = Instant::now().duration_since(origin).as_nanos() as u64;
+                let at_ns = Instant::now().duration_since(origin).as_nanos();
                 if let Ok(mut outcomes) = outcomes.lock() {
                     outcomes.insert(id, (outcome, at_ns));
                 }
@@ -382,7 +419,7 @@ impl SchedulerTable {
     /// A request's fate and when it was sealed (ns since construction):
     /// ("waiting", None, None), ("dispatched", worker id, t), ("rejected",
     /// error kind, t) or ("cancelled", None, t).
-    fn fate(&self, request_id: &str) -> PyResult<(&'static str, Option<String>, Option<u64>)> {
+    fn fate(&self, request_id: &str) -> PyResult<(&'static str, Option<String>, Option<u128>)> {
         let caller = self
             .callers
             .get(request_id)
@@ -529,9 +566,40 @@ impl SchedulerTable {
         })
     }
 
-    /// Moves the paused Tokio clock to `now_ns`; every timer due on the way
-    /// (the actor's due-time timer) fires at its own instant.
-    fn advance_clock(&mut self, now_ns: u64) -> PyResult<()> {
+    /// The set the availability provider answers with from now on: the ids
+    /// given (sorted, duplicates dropped), or `None` for no availability source.
+    /// Nothing runs and the scheduler is not told: it reads the set the next
+    /// time it asks its provider.
+    #[pyo3(signature = (workers=None))]
+    fn set_available(&mut self, workers: Option<Vec<WorkerId>>) -> PyResult<()> {
+        let set = workers.map(|workers| Arc::new(workers.into_iter().collect::<HashSet<_>>()));
+        *self
+            .available
+            .lock()
+            .map_err(|_| HandleError::new_err("availability set poisoned"))? = set;
+        Ok(())
+    }
+
+    /// The set the availability provider answers with, sorted (`None`: no source).
+    fn available(&self) -> PyResult<Option<Vec<WorkerId>>> {
+        let set = self
+            .available
+            .lock()
+            .map_err(|_| HandleError::new_err("availability set poisoned"))?;
+        Ok(set.as_ref().map(|set| set.iter().copied().collect::<BTreeSet<_>>().into_iter().collect()))
+    }
+
+    /// Moves the paused Tokio clock to `now_ns` by explicit steps: to each due
+    /// time the binding handed the crate that lies on the way (the actor's
+    /// timer sleeps until exactly one of them), letting every task run after
+    /// each step, then to `now_ns`. No step waits for the runtime to go idle, so
+    /// an actor that never sleeps cannot stall the clock.
+    ///
+    /// A timer at an instant the binding did not hand the crate (a capped due
+    /// key's, `u64::MAX - 1` ns after the queue's deadline origin) fires at the
+    /// end of the step that passes it: move the clock onto that instant to see
+    /// it fire there.
+    fn advance_clock(&mut self, now_ns: u128) -> PyResult<()> {
         if now_ns < self.now_ns {
             return Err(SchedulerUsageError::new_err("scheduler clock cannot move backwards"));
         }
@@ -540,12 +608,62 @@ impl SchedulerTable {
                 "scheduler clock beyond the binding's supported range",
             ));
         }
+        let out_of_range = || SchedulerUsageError::new_err("scheduler clock beyond the binding's supported range");
+        let target = instant_after(self.origin, now_ns).ok_or_else(out_of_range)?;
+        let current = instant_after(self.origin, self.now_ns).ok_or_else(out_of_range)?;
+        let stops: BTreeSet<Instant> = self
+            .due
+            .lock()
+            .map_err(|_| HandleError::new_err("due-time map poisoned"))?
+            .values()
+            .map(|&due_at| timer_tick(self.origin, due_at))
+            .filter(|&tick| current < tick && tick <= target)
+            .collect();
         guard(|| {
-            advance_paused(&self.runtime, self.origin, now_ns, SETTLE_YIELDS)?;
+            let reached = self.runtime.block_on(async move {
+                for stop in stops.into_iter().chain(std::iter::once(target)) {
+                    // Long moves go in pieces within the timer wheel's slot span,
+                    // so its far levels are processed on the way.
+                    loop {
+                        let now = Instant::now();
+                        let step = stop.saturating_duration_since(now).min(STEP_MAX);
+                        if step.is_zero() {
+                            break;
+                        }
+                        tokio::time::advance(step).await;
+                        settle().await;
+                    }
+                    settle().await;
+                }
+                Instant::now()
+            });
+            if reached != target {
+                return Err(crate::RustPanic::new_err(format!(
+                    "paused clock drifted: at {:?} after moving to {now_ns} ns",
+                    reached.duration_since(self.origin)
+                )));
+            }
             self.now_ns = now_ns;
             Ok(())
         })
     }
+}
+
+/// `origin + due_ns`, or `None` past the platform's `Instant` range.
+fn instant_after(origin: Instant, due_ns: u128) -> Option<Instant> {
+    let secs = u64::try_from(due_ns / 1_000_000_000).ok()?;
+    let nanos = (due_ns % 1_000_000_000) as u32;
+    origin.checked_add(Duration::new(secs, nanos))
+}
+
+/// The instant a Tokio timer set for `due_at` fires: the first whole
+/// millisecond after the runtime's start (the origin) at or after `due_at`.
+fn timer_tick(origin: Instant, due_at: Instant) -> Instant {
+    let since = due_at.saturating_duration_since(origin);
+    let whole_ms = since.as_millis() + u128::from(since.subsec_nanos() % 1_000_000 != 0);
+    let secs = (whole_ms / 1_000) as u64;
+    let millis = (whole_ms % 1_000) as u32;
+    origin.checked_add(Duration::new(secs, millis * 1_000_000)).unwrap_or(due_at)
 }
 
 pub(crate) fn register(module: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -19,6 +19,7 @@ from model.scheduler.ops import (
     Schedule,
     SchedulerOp,
     SchedulerOutcome,
+    SetAvailable,
     SetCapacity,
     UpdateQueue,
 )
@@ -50,6 +51,10 @@ class SchedulerApi(Protocol):
 
     def cancel(self, request_id: str) -> bool:
         """The caller of `request_id` goes away; whether it was still waiting."""
+        ...
+
+    def set_available(self, workers: frozenset[int] | None) -> None:
+        """The availability provider answers `workers` from now on (None: no source)."""
         ...
 
     def now_ms(self) -> int:
@@ -97,6 +102,8 @@ def outcome_of(api: SchedulerApi, op: SchedulerOp) -> SchedulerOutcome:
                 api.advance(delta_ms)
             case Cancel(request_id=request_id):
                 return SchedulerOutcome(value=api.cancel(request_id))
+            case SetAvailable(workers=workers):
+                api.set_available(workers)
     except (SchedulerError, RustPanicError) as error:
         return SchedulerOutcome(error=error.kind)
     return SchedulerOutcome()

@@ -50,7 +50,20 @@ class Cancel:
     request_id: str
 
 
-SchedulerOp = Schedule | Free | SetCapacity | UpdateQueue | Advance | Cancel
+@dataclass(frozen=True)
+class SetAvailable:
+    """`set_available(workers)`: the availability provider's answer from now on.
+
+    `None`: no availability source (every worker may be chosen). The scheduler
+    is not told of the change; it reads the set when it next asks.
+    """
+
+    workers: frozenset[int] | None
+
+
+SchedulerOp = (
+    Schedule | Free | SetCapacity | UpdateQueue | Advance | Cancel | SetAvailable
+)
 SCHEDULER_OP_TYPES: tuple[type[SchedulerOp], ...] = (
     Schedule,
     Free,
@@ -58,6 +71,7 @@ SCHEDULER_OP_TYPES: tuple[type[SchedulerOp], ...] = (
     UpdateQueue,
     Advance,
     Cancel,
+    SetAvailable,
 )
 
 

@@ -18,19 +18,34 @@ State (`SchedulerState`, frozen):
 * `booked` -- dispatched requests not yet freed: id -> worker.
 * `blocked` -- workers whose pinned lane failed the dispatch test and has not
   been rechecked since; their lane is skipped until a recheck.
+* `available` -- what the availability provider answers (None: no source,
+  every worker may be chosen).
+* `deadline_origin_ms` -- the queue's deadline origin: when a request with a
+  due time was last parked while no parked request had one.
 * `received_total`, `rejected_due_time_passed_total` -- the class counters.
 
 Rules, each with the crate's place:
 
+* Availability: the provider's set is read whenever the scheduler tests or
+  selects a worker, and setting it tells the scheduler nothing (no recheck).
+  A head whose worker is not available passes the dispatch test, whatever its
+  load (queue.rs:1907-1936: `validate_worker_rank` fails for a pinned worker,
+  filter.rs:179-195, and no allowed worker is checked for a shared one); it is
+  then popped and its selection fails with `NoEndpoints` (queue.rs:1614-1634,
+  1736-1743; the crate's own test queue.rs:4397-4402): rejected, not booked,
+  and the drain goes on.
 * Busy: worker `w` is busy while its active prefill tokens (the `isl_tokens` of
   its booked requests) exceed `busy_threshold_frac * capacity`; the suite uses
   a fraction of 1, so busy means `load > capacity`, and an idle worker is never
   busy, whatever its capacity (policy_config.rs:65-73, `worker_is_busy`;
   queue.rs:1907-1936).
-* Order: waiting requests are served earliest due time first (a request
-  without one after every request with one), then in the order they were
+* Order: waiting requests are served by due key, then in the order they were
   scheduled (policy_queue.rs:101-115 `cmp_queue_order`: strict priority, due
-  time, FCFS score, sequence).
+  key, FCFS score, sequence). The due key is the due time's distance from the
+  deadline origin, capped (policy_queue.rs:631-639): every due time at least
+  `DUE_KEY_CAP_MS` after the origin shares the cap, and a request without a
+  due time sorts after all of them. The origin moves to now when a request with
+  a due time is parked while none with one waits (:631-633).
 * Lanes: a pinned request waits in its worker's lane, an unpinned one in the
   shared lane (queue.rs:1246-1248). Dispatch serves, one at a time, the best
   of the shared lane's head and the heads of unblocked lanes, among those whose
@@ -48,11 +63,16 @@ Rules, each with the crate's place:
   `DeadlineExceeded`, counted once in `rejected_due_time_passed_total`: at
   `schedule` (queue.rs:1196-1202), and while parked at exactly its due time,
   by the actor's timer (queue.rs:1282-1289, policy_queue.rs:682-708: the range
-  is inclusive). The boundary: due exactly now is rejected.
+  is inclusive). The boundary: due exactly now is rejected. A due time past
+  the cap is rejected when the clock reaches the cap (`expiry_ms`): the timer
+  sleeps until the capped key's instant and `now`'s key is capped alike.
 * Cancellation: a caller that goes away while its request is parked removes
-  it (its lease's drop, queue.rs:451-466; `drain_cleanup`, queue.rs:1291-1388);
-  if a lane head was removed, the queue is rechecked and drained
-  (queue.rs:1384-1387). A caller whose request already ended cancels nothing.
+  it (its lease's drop, queue.rs:451-466; `drain_cleanup`, queue.rs:1291-1388).
+  Only if it was the head of its lane (blocked lanes included) and some lane's
+  head then passes the dispatch test (`has_dispatchable_ready_head`,
+  queue.rs:1384-1414, over the shared head and every pinned lane's head) is
+  every lane rechecked and the queue drained (`handle_update`); otherwise
+  nothing else happens. A caller whose request already ended cancels nothing.
 * Counters: every `schedule` counts in `received_total` (queue.rs:1192-1194);
   `pending_count` and `pending_isl_tokens` (global and per class) sum the
   parked requests (queue.rs:1258-1262, 1416-1421); cached tokens are 0 here.
@@ -71,11 +91,14 @@ from model.scheduler.ops import (
     Schedule,
     SchedulerOp,
     SchedulerOutcome,
+    SetAvailable,
     SetCapacity,
     UpdateQueue,
 )
 from model.scheduler.types import (
     DEADLINE_EXCEEDED,
+    DUE_KEY_CAP_MS,
+    NO_ENDPOINTS,
     NOT_FOUND,
     UNKNOWN_REQUEST,
     WAITING,
@@ -88,8 +111,8 @@ from model.scheduler.types import (
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-NO_DUE_MS = 2**63
-"""Sorts after every due time: a request without one is served after them."""
+NO_DUE_KEY_MS = DUE_KEY_CAP_MS + 1
+"""Sorts after every due key: a request without one is served after them."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +126,8 @@ class SchedulerState:
     parked: tuple[str, ...] = ()
     booked: Mapping[str, int] = field(default_factory=dict)
     blocked: frozenset[int] = frozenset()
+    available: frozenset[int] | None = None
+    deadline_origin_ms: int = 0
     received_total: int = 0
     rejected_due_time_passed_total: int = 0
 
@@ -118,10 +143,38 @@ class SchedulerState:
         """`worker` is busy: its load exceeds its capacity."""
         return self.load_tokens(worker) > self.capacities_tokens[worker]
 
-    def order_key(self, request_id: str) -> tuple[int, int]:
-        """Serve order: earlier due time first (none last), then parked order."""
+    def is_available(self, worker: int) -> bool:
+        """The availability provider lets `worker` be chosen."""
+        return self.available is None or worker in self.available
+
+    def dispatchable(self, worker: int) -> bool:
+        """A head for `worker` passes the dispatch test: not busy, or not available."""
+        return not self.busy(worker) or not self.is_available(worker)
+
+    def due_key_ms(self, request_id: str) -> int:
+        """The due time's distance from the deadline origin, capped (none: last)."""
         due_ms = self.requests[request_id].due_ms
-        return (NO_DUE_MS if due_ms is None else due_ms, self.parked.index(request_id))
+        if due_ms is None:
+            return NO_DUE_KEY_MS
+        return min(max(due_ms - self.deadline_origin_ms, 0), DUE_KEY_CAP_MS)
+
+    def expiry_ms(self, request_id: str) -> int | None:
+        """When the actor's timer rejects the request: the origin plus its key.
+
+        That is its due time, or, for a due time past the cap, the cap's instant
+        (policy_queue.rs:543-545 and 682-689: the key of `now` is capped alike).
+        """
+        if self.requests[request_id].due_ms is None:
+            return None
+        return self.deadline_origin_ms + self.due_key_ms(request_id)
+
+    def order_key(self, request_id: str) -> tuple[int, int]:
+        """Serve order: smaller due key first (none last), then parked order."""
+        return (self.due_key_ms(request_id), self.parked.index(request_id))
+
+    def has_due_parked(self) -> bool:
+        """Some waiting request has a due time."""
+        return any(self.requests[rid].due_ms is not None for rid in self.parked)
 
     def lane(self, worker: int | None) -> list[str]:
         """The waiting requests of a worker's pinned lane (None: shared), in order."""
@@ -165,9 +218,9 @@ class SchedulerState:
         assert all(self.fates[rid].kind == "dispatched" for rid in self.booked)
         # a blocked worker has a pinned lane
         assert self.blocked <= set(self.lane_workers())
-        # the clock never passes a waiting request's due time
-        dues_ms = [self.requests[rid].due_ms for rid in self.parked]
-        assert all(due_ms is None or due_ms > self.now_ms for due_ms in dues_ms)
+        # the clock never passes a waiting request's expiry
+        expiries_ms = [self.expiry_ms(rid) for rid in self.parked]
+        assert all(at_ms is None or at_ms > self.now_ms for at_ms in expiries_ms)
 
 
 def initial_state(config: SchedulerConfig) -> SchedulerState:
@@ -188,8 +241,8 @@ def _seal(state: SchedulerState, request_id: str, fate: Fate) -> SchedulerState:
 def _next_dispatch(state: SchedulerState) -> str | None:
     """The request dispatch serves next, or None when every head waits.
 
-    The best (`order_key`) of the shared head and the unblocked lane heads whose
-    worker is not busy (policy_queue.rs:325-416; queue.rs:1494-1509).
+    The best (`order_key`) of the shared head and the unblocked lane heads that
+    pass the dispatch test (policy_queue.rs:325-416; queue.rs:1494-1509).
     """
     candidates = [state.lane(None)[:1]]
     candidates += [
@@ -200,23 +253,41 @@ def _next_dispatch(state: SchedulerState) -> str | None:
     ready = [
         heads[0]
         for heads in candidates
-        if heads and not state.busy(state.requests[heads[0]].worker)
+        if heads and state.dispatchable(state.requests[heads[0]].worker)
     ]
     return min(ready, key=state.order_key) if ready else None
 
 
-def drain(state: SchedulerState) -> SchedulerState:
-    """Dispatch in order while some head's worker is free; then block busy lanes.
+def _any_head_dispatchable(state: SchedulerState) -> bool:
+    """Some lane's head passes the dispatch test, blocked lanes included.
 
-    queue.rs:1479-1594 (`drain_ready`); a failing lane head is blocked
+    queue.rs:1390-1414 (`has_dispatchable_ready_head` over `any_ready_head`,
+    policy_queue.rs:529-541: the shared head and every pinned lane's head).
+    """
+    lanes = [state.lane(None)] + [state.lane(w) for w in state.lane_workers()]
+    return any(
+        lane and state.dispatchable(state.requests[lane[0]].worker) for lane in lanes
+    )
+
+
+def drain(state: SchedulerState) -> SchedulerState:
+    """Pop in order while some head passes the test; then block the other lanes.
+
+    queue.rs:1479-1594 (`drain_ready`): a popped request whose worker is
+    available is booked on it; one whose worker is not is rejected with
+    `NoEndpoints` (queue.rs:1736-1743). A failing lane head is blocked
     (policy_queue.rs:392-397).
     """
     for _ in range(len(state.parked) + 1):
         request_id = _next_dispatch(state)
         if request_id is None:
-            busy_lanes = {w for w in state.lane_workers() if state.busy(w)}
-            return replace(state, blocked=state.blocked | busy_lanes)
+            failing = {w for w in state.lane_workers() if not state.dispatchable(w)}
+            return replace(state, blocked=state.blocked | failing)
         worker = state.requests[request_id].worker
+        if not state.is_available(worker):
+            fate = Fate("rejected", NO_ENDPOINTS, state.now_ms)
+            state = _seal(state, request_id, fate)
+            continue
         state = _seal(state, request_id, Fate("dispatched", str(worker), state.now_ms))
         state = replace(state, booked={**state.booked, request_id: worker})
     raise AssertionError("drain dispatched more requests than were parked")
@@ -227,13 +298,14 @@ def _forget_empty_lanes(state: SchedulerState) -> SchedulerState:
 
 
 def reject_expired(state: SchedulerState) -> SchedulerState:
-    """Reject every parked request whose due time is at or before now.
+    """Reject every parked request whose expiry is at or before now.
 
-    queue.rs:1282-1289 and policy_queue.rs:682-708 (the range is inclusive).
+    queue.rs:1282-1289 and policy_queue.rs:682-708 (the range is inclusive; the
+    key of `now` is capped as the due keys are, :686-689).
     """
     for request_id in sorted(state.parked, key=state.order_key):
-        due_ms = state.requests[request_id].due_ms
-        if due_ms is not None and due_ms <= state.now_ms:
+        expiry_ms = state.expiry_ms(request_id)
+        if expiry_ms is not None and expiry_ms <= state.now_ms:
             fate = Fate("rejected", DEADLINE_EXCEEDED, state.now_ms)
             state = replace(
                 _seal(state, request_id, fate),
@@ -272,6 +344,8 @@ def schedule(state: SchedulerState, op: Schedule) -> SchedulerState:
             _seal(state, op.request_id, fate),
             rejected_due_time_passed_total=state.rejected_due_time_passed_total + 1,
         )
+    if op.due_ms is not None and not state.has_due_parked():
+        state = replace(state, deadline_origin_ms=state.now_ms)
     state = replace(
         state,
         fates={**state.fates, op.request_id: WAITING},
@@ -306,16 +380,17 @@ def set_capacity(state: SchedulerState, worker: int, tokens: int) -> SchedulerSt
 
 
 def advance(state: SchedulerState, delta_ms: int) -> SchedulerState:
-    """Move the clock; at each due time on the way, expire and recheck all.
+    """Move the clock; at each expiry on the way, expire and recheck all.
 
-    The actor sleeps until the earliest due time (queue.rs:1079-1104).
+    The actor sleeps until the earliest due key's instant (queue.rs:1079-1104,
+    policy_queue.rs:543-545).
     """
     target_ms = state.now_ms + delta_ms
     for _ in range(len(state.parked) + 1):
         due_times = [
-            due
+            at_ms
             for rid in state.parked
-            if (due := state.requests[rid].due_ms) is not None and due <= target_ms
+            if (at_ms := state.expiry_ms(rid)) is not None and at_ms <= target_ms
         ]
         if not due_times:
             return replace(state, now_ms=target_ms)
@@ -330,10 +405,14 @@ def cancel(state: SchedulerState, request_id: str) -> tuple[SchedulerState, bool
     """
     if state.fates[request_id].kind != "waiting":
         return state, False
+    request = state.requests[request_id]
+    was_head = state.lane(request.worker if request.pinned else None)[0] == request_id
     state = _forget_empty_lanes(
         _seal(state, request_id, Fate("cancelled", None, state.now_ms))
     )
-    return drain(reject_expired(state)), True
+    if was_head and _any_head_dispatchable(state):
+        return recheck_all(state), True
+    return state, True
 
 
 def apply(
@@ -357,6 +436,8 @@ def apply(
         case Cancel(request_id=request_id):
             state, was_waiting = cancel(state, request_id)
             return state, SchedulerOutcome(value=was_waiting)
+        case SetAvailable(workers=workers):
+            return replace(state, available=workers), SchedulerOutcome()
 
 
 class ModelScheduler:
@@ -392,6 +473,10 @@ class ModelScheduler:
     def advance(self, delta_ms: int) -> None:
         """`Advance`."""
         self._apply(Advance(delta_ms))
+
+    def set_available(self, workers: frozenset[int] | None) -> None:
+        """`SetAvailable`."""
+        self._apply(SetAvailable(workers))
 
     def cancel(self, request_id: str) -> bool:
         """`Cancel`: whether the caller was still waiting."""

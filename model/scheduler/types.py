@@ -22,6 +22,19 @@ NOT_FOUND: Final = "not_found"
 UNKNOWN_REQUEST: Final = "unknown_request"
 """A cancel of an id no caller scheduled (the binding keeps callers by id)."""
 
+NO_ENDPOINTS: Final = "no_endpoints"
+"""The error kind of `KvSchedulerError::NoEndpoints`: no eligible worker."""
+
+DUE_KEY_CAP_MS: Final = 18_446_744_073_710
+"""The first whole ms at which the queue's due key is capped.
+
+The queue keys a due time by its nanoseconds after the deadline origin, capped
+at `u64::MAX - 1` (policy_queue.rs:635-639); `u64::MAX` means "no due time".
+(2**64 - 2) ns is 18,446,744,073,709.55 ms, so a due time whole ms after the
+origin is capped exactly when it lies this many ms or more after it, and every
+capped due time sorts alike, before the requests without one.
+"""
+
 
 @dataclass(frozen=True)
 class SchedulerConfig:

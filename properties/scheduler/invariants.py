@@ -26,7 +26,7 @@ from model.scheduler.ops import (
     SetCapacity,
     UpdateQueue,
 )
-from model.scheduler.types import DEADLINE_EXCEEDED, Fate, Request
+from model.scheduler.types import DEADLINE_EXCEEDED, DUE_KEY_CAP_MS, Fate, Request
 from properties.registry import Step, register
 
 if TYPE_CHECKING:
@@ -97,16 +97,30 @@ def _scheduled_order(view: SchedulerView) -> dict[str, int]:
 
 
 def _shared_head(view: SchedulerView) -> str | None:
-    """The waiting unpinned request served first: earliest due, then scheduled."""
+    """The waiting unpinned request served first: earliest due, then scheduled.
+
+    Due times at least `DUE_KEY_CAP_MS` after the queue's deadline origin (at
+    or before now) share one capped key, so they come in scheduled order; one
+    that may or may not be capped, by where the origin lies, leaves the head
+    unnamed (None).
+    """
     order = _scheduled_order(view)
     waiting = [
         rid for rid in _with_kind(view, "waiting") if not _request(view, rid).pinned
     ]
+    capped_from_ms = view.seen.now_ms + DUE_KEY_CAP_MS
 
-    def key(rid: str) -> tuple[bool, int, int]:
+    def key(rid: str) -> tuple[int, int, int]:
         due_ms = _request(view, rid).due_ms
-        return (due_ms is None, due_ms or 0, order[rid])
+        if due_ms is None:
+            return (2, 0, order[rid])
+        if due_ms >= capped_from_ms:
+            return (1, 0, order[rid])
+        return (0, due_ms, order[rid])
 
+    dues = [_request(view, rid).due_ms for rid in waiting]
+    if any(d is not None and DUE_KEY_CAP_MS <= d < capped_from_ms for d in dues):
+        return None
     return min(waiting, key=key) if waiting else None
 
 
@@ -229,13 +243,24 @@ def a_parked_request_was_rejected_at_its_due_time(view: SchedulerView) -> bool:
     guards=(*DUE_GUARDS, f"{QUEUE}::reject_due_time_passed"),
 )
 def a_due_time_rejection_happens_exactly_at_the_due_time(view: SchedulerView) -> bool:
-    """A request rejected for its due time is rejected at it (or at once if past)."""
+    """A request rejected for its due time is rejected at it (or at once if past).
+
+    A due time past the queue's due-key cap is rejected earlier, when the clock
+    reaches the cap: at least `DUE_KEY_CAP_MS` after the start and at most that
+    long after it was scheduled (the deadline origin lies between).
+    """
     fates = _fates(view)
     for rid in _due_rejections(view):
         request = _request(view, rid)
-        if request.due_ms is None:
+        at_ms = fates[rid].at_ms
+        if request.due_ms is None or at_ms is None:
             return False
-        if fates[rid].at_ms != max(request.due_ms, request.scheduled_at_ms):
+        at_due = at_ms == max(request.due_ms, request.scheduled_at_ms)
+        at_cap = (
+            DUE_KEY_CAP_MS <= at_ms < request.due_ms
+            and at_ms <= request.scheduled_at_ms + DUE_KEY_CAP_MS
+        )
+        if not (at_due or at_cap):
             return False
     return True
 

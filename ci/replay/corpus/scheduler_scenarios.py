@@ -42,10 +42,11 @@ from model.scheduler.ops import (
     Free,
     Schedule,
     SchedulerOp,
+    SetAvailable,
     SetCapacity,
     UpdateQueue,
 )
-from model.scheduler.types import SchedulerConfig
+from model.scheduler.types import DUE_KEY_CAP_MS, SchedulerConfig
 
 DIRECTORY: Final[Path] = Path(__file__).resolve().parent / "scheduler"
 ONE: Final[SchedulerConfig] = SchedulerConfig(capacities_tokens=(5,))
@@ -145,6 +146,73 @@ SCENARIOS: Final[tuple[SchedulerScenario, ...]] = (
         "A caller that goes away while its request heads the shared lane removes "
         "it (queue.rs:451, 1291) and the request behind it is dispatched; going "
         "away again changes nothing.",
+    ),
+    SchedulerScenario(
+        "scheduler_a_lane_whose_worker_goes_away_waits_for_a_recheck",
+        ONE,
+        (
+            _busy("big"),
+            Schedule("small", 0, pinned=True, isl_tokens=1),
+            UpdateQueue(),
+            SetAvailable(frozenset()),
+            Schedule("shared", 0, pinned=False, isl_tokens=0),
+            UpdateQueue(),
+        ),
+        "A blocked lane is rescanned once per recheck (policy_queue.rs:330-353): "
+        "after `update_queue`, the worker leaves the available set unannounced; a "
+        "new shared request for it is popped and refused (`NoEndpoints`, "
+        "queue.rs:1907-1936, 1736-1743) while the blocked lane is not rescanned; "
+        "the next `update_queue` refuses it too.",
+    ),
+    SchedulerScenario(
+        "scheduler_a_due_time_that_left_the_queue_fires_no_timer",
+        TWO,
+        (
+            Schedule("big", 0, pinned=True, isl_tokens=6, due_ms=1),
+            Schedule("small", 0, pinned=True, isl_tokens=1),
+            Schedule("gone", 0, pinned=True, isl_tokens=1, due_ms=2),
+            Cancel("gone"),
+            SetAvailable(frozenset({1})),
+            Advance(3),
+            Schedule("other", 1, pinned=True, isl_tokens=1),
+        ),
+        "A due time leaves the queue's due set with its request, dispatched "
+        "(policy_queue.rs:893) or cancelled (:763), so the actor's timer "
+        "(queue.rs:1079-1104) never fires for it: at 3 ms nothing rechecks the "
+        "blocked lane whose worker left the available set, and it waits on.",
+    ),
+    SchedulerScenario(
+        "scheduler_a_waiting_due_time_fires_only_when_it_comes",
+        ONE,
+        (
+            _busy("big"),
+            Schedule("small", 0, pinned=True, isl_tokens=1, due_ms=5),
+            SetAvailable(frozenset()),
+            Advance(4),
+            Advance(1),
+        ),
+        "The actor's timer sleeps until the earliest due time (policy_queue.rs:"
+        "543-545, queue.rs:1079-1104): the lane whose worker left the available "
+        "set is not rechecked before it, and at 5 ms the request is rejected for "
+        "its due time, before any recheck (queue.rs:1459-1466).",
+    ),
+    SchedulerScenario(
+        "scheduler_due_times_past_the_cap_tie_before_no_due_time",
+        ONE,
+        (
+            Advance(1),
+            _busy("big"),
+            Schedule("no_due", 0, pinned=True, isl_tokens=6),
+            Schedule("capped", 0, pinned=True, isl_tokens=6, due_ms=1 + DUE_KEY_CAP_MS),
+            Schedule("below", 0, pinned=True, isl_tokens=6, due_ms=DUE_KEY_CAP_MS),
+            Free("big"),
+            Free("below"),
+            Free("capped"),
+        ),
+        "Due keys count from the deadline origin, set to 1 ms when `capped` is "
+        "parked into an empty due set (policy_queue.rs:631-633), and are capped "
+        "(:635-639): `below` is one ms under the cap and leaves first, `capped` "
+        "on it leaves next, and the request without a due time last.",
     ),
 )
 

@@ -41,6 +41,7 @@ from model.scheduler.ops import (
     Schedule,
     SchedulerOp,
     SchedulerOutcome,
+    SetAvailable,
     SetCapacity,
     UpdateQueue,
 )
@@ -87,6 +88,7 @@ IMPORTS: Final[tuple[str, ...]] = (
     f"{SCHEDULING}::RequestLifecycle",
     f"{SCHEDULING}::ScheduleMode",
     f"{SCHEDULING}::ScheduleRequest",
+    f"{SCHEDULING}::WorkerAvailabilityProvider",
 )
 
 _HELPERS_SOURCE: Final[str] = """
@@ -129,6 +131,8 @@ impl RequestClassifier for Due {
         Box::pin(async move { Ok(request) })
     }
 }
+// The workers the availability provider answers with (None: no source).
+type Available = Arc<Mutex<Option<Arc<HashSet<u64>>>>>;
 type Scheduler =
     LocalScheduler<NoopSequencePublisher, Capacity, WorkerSelectionPolicy>;
 // What each caller's future returned (worker id or error kind), at which ms.
@@ -215,6 +219,14 @@ def write(trace: Trace, name: str, capabilities: CapabilitiesSource) -> RustTest
     return SchedulerWriter(trace, name).write()
 
 
+def _available_set(workers: frozenset[int] | None) -> str:
+    """The provider's answer as a Rust expression."""
+    if workers is None:
+        return "None"
+    ids = ", ".join(str(worker) for worker in sorted(workers))
+    return f"Some(Arc::new(HashSet::<u64>::from([{ids}])))"
+
+
 class SchedulerWriter:
     """Writes one scheduler trace, step by step."""
 
@@ -269,10 +281,14 @@ class SchedulerWriter:
             "let selector = WorkerSelectionPolicy::new(KvRouterConfig::default(), "
             '"decode", Vec::new(), Box::new(LowestWorker));',
             "let shutdown = CancellationToken::new();",
+            "let available: Available = Arc::default();",
+            "let provider_set = Arc::clone(&available);",
+            "let provider: WorkerAvailabilityProvider = "
+            "Arc::new(move |_| provider_set.lock().unwrap().clone());",
             "let scheduler: Arc<Scheduler> = Arc::new(LocalScheduler::new(",
             "slots, configs_rx, "
             "PolicyProfile::synthetic(Some(1.0), RouterQueuePolicy::Fcfs),",
-            f"{BLOCK_SIZE}, selector, None, None, None, None,",
+            f"{BLOCK_SIZE}, selector, None, None, None, Some(provider),",
             f"Duration::from_secs({rust_int(RECHECK_INTERVAL_S)}), true, "
             'shutdown.clone(), "decode", true));',
             "let due: DueTimes = Arc::default();",
@@ -299,14 +315,13 @@ class SchedulerWriter:
                     f"{arguments});",
                     f"callers.insert({rid}.to_string(), caller);",
                 )
-            case Free(request_id) if outcome.error is None:
-                test.line(
-                    f"scheduler.free({rust_string(request_id)}).await"
-                    f".expect({self._message()});"
-                )
             case Free(request_id):
                 freed = f"scheduler.free({rust_string(request_id)}).await"
-                test.line(f"assert!({freed}.is_err(), {self._message()});")
+                test.line(
+                    f"{freed}.expect({self._message()});"
+                    if outcome.error is None
+                    else f"assert!({freed}.is_err(), {self._message()});"
+                )
             case SetCapacity(worker, tokens):
                 test.line(
                     "configs.send_modify(|configs| { "
@@ -314,6 +329,8 @@ class SchedulerWriter:
                 )
             case UpdateQueue():
                 test.line("scheduler.update_queue().await;")
+            case SetAvailable(workers=workers):
+                test.line(f"*available.lock().unwrap() = {_available_set(workers)};")
             case Advance(delta_ms):
                 self.now_ms += delta_ms
                 test.line(
