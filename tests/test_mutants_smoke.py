@@ -27,7 +27,6 @@ import pytest
 from command_support import run_module
 
 from ci.build_local import (
-    default_work_dir,
     describe_extension,
     pinned_source,
     tree_environment,
@@ -37,6 +36,7 @@ from ci.mutants.plan import CRATE_DIR_IN_TREE, prepare_crate_tree
 from ci.mutants.smoke import SMOKE_PYTEST_ARGS, smoke
 from ci.profiles import selected_profile
 from ci.replay.rust.cargo import run_exports, work_root
+from ci.target_dir import default_work_dir
 
 pytestmark = pytest.mark.pinned  # builds copies of the pinned crate
 
