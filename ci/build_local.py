@@ -23,6 +23,7 @@ Commands::
     python -m ci.build_local --source PATH [--features manual-clock,...]
     DYNAMO_KV_ROUTER_PATH=PATH python -m ci.build_local
     python -m ci.build_local --source PATH --into /tmp/tree
+    python -m ci.build_local --source PATH --profile mutants   # no optimizer
     python -m ci.build_local --pinned    # back to crates.io: pip install -e .
 
 The work folder defaults to `~/.cache/dynamo-verify` (`DYNAMO_VERIFY_WORK`
@@ -81,6 +82,10 @@ TREE_IGNORED_NAMES = frozenset(
 )
 TREE_IGNORED_PATHS = frozenset({"ci/artifacts"})
 BUILD_TIMEOUT_S_DEFAULT = 1_800
+PROFILES = ("release", "mutants")
+"""Cargo profiles of impl/Cargo.toml a build may use: `release` (the install's)
+and `mutants` (release semantics without the optimizer: the mutation sweep's,
+compiled in seconds; its dependencies are the Rust export's too)."""
 QUERY_TIMEOUT_S = 120
 
 
@@ -524,6 +529,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default=None,
+        help="cargo profile of impl/Cargo.toml (default release)",
+    )
+    parser.add_argument(
         "--pinned",
         action="store_true",
         help="go back to the pinned crates.io crate (pip install -e .)",
@@ -537,6 +548,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                 ("--features", args.features),
                 ("--into", args.into),
                 ("--work-dir", args.work_dir),
+                ("--profile", args.profile),
             )
             if value
         ]
@@ -580,8 +592,9 @@ def _main(argv: list[str] | None) -> int:
         binding_dir=work / "binding",
         target_dir=shared_target_dir(args.work_dir),
         features=features,
+        profile=args.profile or PROFILES[0],
     )
-    if seed_target_dir(build.target_dir):
+    if build.profile == "release" and seed_target_dir(build.target_dir):
         print(f"seeded {build.target_dir} from impl/target/release")
     result = build_extension(build)
     if not result.ok:
