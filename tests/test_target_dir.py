@@ -101,19 +101,32 @@ def test_the_export_project_repeats_the_bindings_profiles_to_the_letter() -> Non
     )
 
 
-def test_the_machines_rank_before_every_other_test() -> None:
-    """Tests under stateful/ come first; the rest keep their collection order."""
-    ids = [
-        "tests/test_gate.py::test_a",
-        "stateful/test_queue_machine.py::test_b",
-        "tests/test_artifacts.py::test_c",
-        "stateful/test_affinity_machine.py::test_d",
+class _Item:
+    """What the order reads of a collected test: its id and its markers."""
+
+    def __init__(self, nodeid: str, *markers: str) -> None:
+        self.nodeid = nodeid
+        self.markers = markers
+
+    def get_closest_marker(self, name: str) -> str | None:
+        return name if name in self.markers else None
+
+
+def test_slow_tests_then_machines_then_the_rest_each_in_collection_order() -> None:
+    """Slow first, stateful/ next, the rest last; the order within each stays."""
+    found = [
+        _Item("tests/test_gate.py::test_a"),
+        _Item("stateful/test_queue_machine.py::test_b"),
+        _Item("tests/test_mutants_smoke.py::test_c", "slow"),
+        _Item("tests/test_artifacts.py::test_d"),
+        _Item("stateful/test_affinity_machine.py::test_e"),
+        _Item("stateful/test_queue_machine.py::test_f", "slow"),
     ]
-    items = [cast("pytest.Item", SimpleNamespace(nodeid=node)) for node in ids]
+    items = [cast("pytest.Item", item) for item in found]
 
     order.pytest_collection_modifyitems(items)
 
-    assert [ids[1], ids[3], ids[0], ids[2]] == [item.nodeid for item in items]
+    assert ["c", "f", "b", "e", "a", "d"] == [item.nodeid[-1] for item in items]
 
 
 @pytest.mark.parametrize(("given", "expected"), [(None, 1), (5, 5)])
@@ -129,7 +142,7 @@ def test_xdist_hands_out_one_test_at_a_time_unless_told_otherwise(
 
 
 def test_this_run_collected_the_machines_first(request: pytest.FixtureRequest) -> None:
-    """In the running session no test under stateful/ follows one outside it."""
-    ranks = [order.rank(item.nodeid) for item in request.session.items]
+    """In the running session the ranks never decrease along the order."""
+    ranks = [order.rank(item) for item in request.session.items]
 
     assert sorted(ranks) == ranks
