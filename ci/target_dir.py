@@ -6,7 +6,9 @@ dependencies (tokio, axum, zeromq's C++ sources, ...): the binding that
 `ci.gate --source`), the mutation sweep's and the smoke mutant's bindings, and
 the Rust export's scratch projects (`ci/replay/rust/cargo.py`). They all use
 one `CARGO_TARGET_DIR`, so each dependency compiles once per machine and
-profile, and a second clone compiles nothing:
+profile, and a second clone compiles only the binding's own sources (a path
+package: its artifacts are named after the clone's path) and, for another
+interpreter, pyo3's build configuration:
 
 * `$CARGO_TARGET_DIR` when it is set (`.ci/run` sets it to the folder below, so
   the install's build lands there too);
