@@ -6,8 +6,9 @@ folder whose `Cargo.toml` names the local tree as a path dependency (a path
 dependency rather than a `[patch]`, so a tree of any version is accepted; a
 patch silently goes unused when the version does not match `=1.6.1`). Cargo
 rewrites only the staged lockfile, so the build script reports
-`CRATE_SOURCE == "path"`. `maturin build` compiles a wheel into a separate
-`CARGO_TARGET_DIR` and the extension module is taken out of it.
+`CRATE_SOURCE == "path"`. `maturin build` compiles a wheel in the machine's
+one cargo target folder (`ci/target_dir.py`), so only the local crate and the
+binding compile, and the extension module is taken out of the wheel.
 
 Where the module goes:
 
@@ -22,11 +23,12 @@ Commands::
     python -m ci.build_local --source PATH [--features manual-clock,...]
     DYNAMO_KV_ROUTER_PATH=PATH python -m ci.build_local
     python -m ci.build_local --source PATH --into /tmp/tree
+    python -m ci.build_local --source PATH --profile mutants   # no optimizer
     python -m ci.build_local --pinned    # back to crates.io: pip install -e .
 
 The work folder defaults to `~/.cache/dynamo-verify` (`DYNAMO_VERIFY_WORK`
 overrides it); it is outside the repository so nothing there can be committed
-or packaged.
+or packaged. The target folder is `$CARGO_TARGET_DIR`, else `<work>/target`.
 """
 
 from __future__ import annotations
@@ -47,13 +49,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci.cli import OneLineParser, UsageError, output_folder
+from ci.target_dir import (
+    binding_lock,
+    default_work_dir,
+    shared_target_dir,
+)
 from properties.citations import CRATE_NAME, downloaded_crate
 
 REPO = Path(__file__).resolve().parent.parent
 IMPL = REPO / "impl"
 BINDING_PACKAGE = "dynamo-verify-native"
 SOURCE_ENV = "DYNAMO_KV_ROUTER_PATH"
-WORK_ENV = "DYNAMO_VERIFY_WORK"
 EXTENSION_NAME = "_native.abi3.so"
 # Files of impl/ that make up the Rust crate; the Python files stay in the tree.
 BINDING_FILES = ("Cargo.toml", "Cargo.lock", "build.rs", "rust-toolchain.toml")
@@ -76,19 +82,15 @@ TREE_IGNORED_NAMES = frozenset(
 )
 TREE_IGNORED_PATHS = frozenset({"ci/artifacts"})
 BUILD_TIMEOUT_S_DEFAULT = 1_800
+PROFILES = ("release", "mutants")
+"""Cargo profiles of impl/Cargo.toml a build may use: `release` (the install's)
+and `mutants` (release semantics without the optimizer: the mutation sweep's,
+compiled in seconds; its dependencies are the Rust export's too)."""
 QUERY_TIMEOUT_S = 120
 
 
 class BuildError(RuntimeError):
     """The extension could not be built or installed."""
-
-
-def default_work_dir() -> Path:
-    """Where staged crates, target dirs and Python tree copies live."""
-    configured = os.environ.get(WORK_ENV)
-    if configured:
-        return Path(configured).expanduser().resolve()
-    return Path.home() / ".cache" / "dynamo-verify"
 
 
 def pinned_version() -> str:
@@ -158,7 +160,7 @@ class LocalBuild:
 
     source: Path  # the dynamo-kv-router tree (the folder holding its Cargo.toml)
     binding_dir: Path  # staged copy of impl/'s Rust crate
-    target_dir: Path  # CARGO_TARGET_DIR, reused so rebuilds are incremental
+    target_dir: Path  # CARGO_TARGET_DIR: the shared one (ci.target_dir)
     features: tuple[str, ...] = ()  # binding features, e.g. "manual-clock"
     impl_dir: Path = IMPL  # the binding's sources: impl/, or a snapshot's copy
     profile: str = "release"  # a cargo profile of impl/Cargo.toml ("mutants")
@@ -292,19 +294,22 @@ def detect_features(source: Path) -> tuple[str, ...]:
 
 
 def seed_target_dir(target_dir: Path) -> bool:
-    """Start an empty target dir from impl/target/release, keeping mtimes.
+    """Give a target dir without a release build impl/target/release, keeping mtimes.
 
-    Cargo then reuses every registry dependency the pinned build compiled and
-    recompiles only pyo3's build-config chain, the local crate and the binding
-    (about 2.5 minutes instead of 4.5 on two cores).
+    For a checkout installed without the shared folder (a plain `pip install
+    -e .` builds into impl/target): cargo then reuses every registry dependency
+    the pinned build compiled and recompiles only pyo3's build-config chain, the
+    local crate and the binding (about 2.5 minutes instead of 4.5 on two cores).
+    Nothing to do when the install built into `target_dir` itself.
     """
     release = IMPL / "target" / "release"
-    if target_dir.exists() or not release.is_dir():
+    seeded = target_dir / "release"
+    if seeded.exists() or not release.is_dir():
         return False
-    partial = target_dir.with_name(target_dir.name + ".partial")
+    partial = target_dir / "release.partial"
     shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(release, partial / "release", symlinks=True)
-    partial.rename(target_dir)
+    shutil.copytree(release, partial, symlinks=True)
+    partial.rename(seeded)
     return True
 
 
@@ -346,16 +351,17 @@ def build_extension(
         str(build.wheel_dir),
     ]
     started = time.monotonic()
-    completed = _maturin(command, build.binding_dir, timeout_s)
-    if completed.returncode != 0 and is_link_failure(
-        completed.stdout + completed.stderr
-    ):
-        # Release builds of the path crate are incremental (impl/Cargo.toml);
-        # after many mutate/restore cycles rustc's incremental cache can emit
-        # an rlib whose codegen units no longer link together. That is our
-        # cache, not the mutant: clean the local crates and build once more.
-        clean_local_crates(build)
+    with binding_lock(build.target_dir, build.profile):
         completed = _maturin(command, build.binding_dir, timeout_s)
+        if completed.returncode != 0 and is_link_failure(
+            completed.stdout + completed.stderr
+        ):
+            # Release builds of the path crate are incremental (impl/Cargo.toml);
+            # after many mutate/restore cycles rustc's incremental cache can emit
+            # an rlib whose codegen units no longer link together. That is our
+            # cache, not the mutant: clean the local crates and build once more.
+            clean_local_crates(build)
+            completed = _maturin(command, build.binding_dir, timeout_s)
     seconds = time.monotonic() - started
     output = completed.stdout + completed.stderr
     if completed.returncode != 0:
@@ -523,6 +529,12 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument(
+        "--profile",
+        choices=PROFILES,
+        default=None,
+        help="cargo profile of impl/Cargo.toml (default release)",
+    )
+    parser.add_argument(
         "--pinned",
         action="store_true",
         help="go back to the pinned crates.io crate (pip install -e .)",
@@ -536,6 +548,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                 ("--features", args.features),
                 ("--into", args.into),
                 ("--work-dir", args.work_dir),
+                ("--profile", args.profile),
             )
             if value
         ]
@@ -577,10 +590,11 @@ def _main(argv: list[str] | None) -> int:
     build = LocalBuild(
         source=source,
         binding_dir=work / "binding",
-        target_dir=work / "target",
+        target_dir=shared_target_dir(args.work_dir),
         features=features,
+        profile=args.profile or PROFILES[0],
     )
-    if seed_target_dir(build.target_dir):
+    if build.profile == "release" and seed_target_dir(build.target_dir):
         print(f"seeded {build.target_dir} from impl/target/release")
     result = build_extension(build)
     if not result.ok:

@@ -74,6 +74,7 @@ from ci.replay.artifacts import (
     utc_stamp,
 )
 from ci.replay.envelope import crate_version
+from ci.target_dir import default_work_dir, shared_target_dir
 from stateful.stats import STATS_ENV, read_all
 
 PROG: Final[str] = "ci.gate"
@@ -549,11 +550,11 @@ def build_source_tree(source_arg: Path, console: Console) -> Path:
         )
     digest = hashlib.sha256(str(source).encode()).hexdigest()[:8]
     label = source.parent.parent.name if source.name == "kv-router" else source.name
-    work = build_local.default_work_dir() / "gate" / f"{label}-{digest}"
+    work = default_work_dir() / "gate" / f"{label}-{digest}"
     build = build_local.LocalBuild(
         source=source,
         binding_dir=work / "binding",
-        target_dir=work / "target",
+        target_dir=shared_target_dir(),
         features=features,
     )
     build_local.seed_target_dir(build.target_dir)

@@ -8,13 +8,14 @@ instant it expires) into a copy of our Python tree, and runs the affinity
 machine there; the failure's `repro.rs` (its minimized counterexample as a
 Rust test) then runs under `cargo test` against a copy of the crate with the
 same mutant, and must fail at the step the Python replay names. The editable
-install is touched by neither. Both run in `.ci/run` (the `ci` profile): 3.7
-minutes together on two cores the first time (each target dir under
-`~/.cache/dynamo-verify` is seeded from impl/target, so only the crate and the
-binding compile; the Rust export's scratch project compiles the mutated crate
-once more: the second test took 6.4 minutes with its crate, binding and
-scratch builds cold, on two cores under a load of about 7) and well under a
-minute afterwards (10 s); `python -m ci.mutants --smoke` runs the second's
+install is touched by neither. Both run in `.ci/run` (the `ci` profile) and
+build with the sweep's `mutants` profile in the machine's one cargo target
+folder (`ci/target_dir.py`), where the Rust export builds too: the
+dependencies compile once for all three, then each crate copy and the binding
+(seconds each without the optimizer). With nothing compiled, the second test
+took 5.1 minutes on two cores under a load of 4 to 6 (dependencies, mutated
+crate, binding, machine, and the export's copy of the mutated crate); warm,
+well under a minute (10 s). `python -m ci.mutants --smoke` runs the second's
 machine part.
 """
 
@@ -27,16 +28,16 @@ import pytest
 from command_support import run_module
 
 from ci.build_local import (
-    default_work_dir,
     describe_extension,
     pinned_source,
     tree_environment,
 )
 from ci.mutants.operators import Mutant
-from ci.mutants.plan import CRATE_DIR_IN_TREE, prepare_crate_tree
+from ci.mutants.plan import BINDING_PROFILES, CRATE_DIR_IN_TREE, prepare_crate_tree
 from ci.mutants.smoke import SMOKE_PYTEST_ARGS, smoke
 from ci.profiles import selected_profile
 from ci.replay.rust.cargo import run_exports, work_root
+from ci.target_dir import default_work_dir
 
 pytestmark = pytest.mark.pinned  # builds copies of the pinned crate
 
@@ -66,6 +67,8 @@ def test_the_binding_builds_against_a_local_copy_of_the_pinned_crate(
         str(crate),
         "--into",
         str(tree),
+        "--profile",
+        BINDING_PROFILES[0],
         timeout_s=BUILD_TIMEOUT_S,
     )
     assert 0 == built.returncode, built.stderr[-3000:]

@@ -56,7 +56,6 @@ from rich.console import Console
 
 from ci.build_local import (
     REPO,
-    default_work_dir,
     describe_extension,
     reinstall_pinned,
 )
@@ -97,6 +96,7 @@ from ci.mutants.sweep import (
     print_summary,
     shard_label,
 )
+from ci.target_dir import default_work_dir
 
 console = Console(highlight=False)
 

@@ -39,6 +39,7 @@ from ci.mutants.report import (
     Verdict,
 )
 from ci.processes import run_process
+from ci.target_dir import shared_target_dir
 
 console = Console(highlight=False)
 
@@ -93,9 +94,10 @@ def smoke(work_dir: Path, tree: Path) -> SmokeResult:
     the editable install is left alone.
 
     The build is the sweep's (`BINDING_PROFILES[0]`, the `mutants` profile of
-    impl/Cargo.toml). The work folder `work_dir/smoke` keeps its own crate copy
-    and target dir, so a cold run compiles the dependencies once and a warm
-    one only the mutated file (seconds).
+    impl/Cargo.toml). The work folder `work_dir/smoke` keeps its own crate copy;
+    the target dir is the machine's shared one (`ci/target_dir.py`), so the
+    dependencies compile once for the sweep, the smoke and the Rust export, and
+    a warm run compiles only the mutated file (seconds).
     """
     work = work_dir / "smoke"
     with work_lock(work):
@@ -104,7 +106,7 @@ def smoke(work_dir: Path, tree: Path) -> SmokeResult:
         build = LocalBuild(
             source=crate,
             binding_dir=work / "binding",
-            target_dir=work / "target-binding",
+            target_dir=shared_target_dir(work_dir),
             profile=BINDING_PROFILES[0],
         )
         apply_mutant(crate, mutant)

@@ -78,6 +78,7 @@ from ci.mutants.report import (
     write,
 )
 from ci.processes import ProcessResult, run_process
+from ci.target_dir import shared_target_dir
 
 console = Console(highlight=False)
 
@@ -412,7 +413,7 @@ def _runs(configs: Sequence[Config], resumed: dict[str, Path]) -> list[Run]:
     build = LocalBuild(
         source=crate,
         binding_dir=work / "binding",
-        target_dir=work / "target-binding",
+        target_dir=shared_target_dir(first.work_dir),
         features=detect_features(crate),
         # The snapshot's binding, so edits to impl/ during a sweep that
         # lasts hours never meet the snapshot's Python adapter.

@@ -5,20 +5,26 @@ file becomes one module of a single test binary (`tests/exports/main.rs`,
 with `#![deny(warnings)]`) in a project outside the tracked tree,
 
     <work>/rust-export/<project>/   Cargo.toml, Cargo.lock, tests/exports/*.rs
-    <work>/rust-export/target/      one target dir shared by every project
 
 where `<work>` is `~/.cache/dynamo-verify` (or `DYNAMO_VERIFY_WORK`). The
 project depends on `dynamo-kv-router` with the version and features of
 `impl/Cargo.toml` (or on a local copy of the crate, for a mutant), and its
 lock file starts as a copy of `impl/Cargo.lock`, so the crate's dependencies
-resolve to the versions the binding was built with. Files are rewritten only
-when their content changes and the target dir is kept between runs: a warm
-run compiles only the test binary.
+resolve to the versions the binding was built with.
+
+It builds in the machine's one target folder (`ci/target_dir.py`) with the
+binding's `mutants` profile, copied from impl/Cargo.toml: the same resolved
+features and the same profile as the sweep's and the smoke's binding builds,
+so the crate's dependencies are compiled once for all of them (release
+semantics without the optimizer: the crate runs as it does in the binding,
+without debug assertions, and compiles in seconds). Files are rewritten only
+when their content changes: a warm run compiles only the test binary.
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import re
 import shutil
@@ -31,14 +37,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ci.build_local import default_work_dir
 from ci.replay.rust.emit import CRATE, TOKIO_FEATURES
+from ci.target_dir import default_work_dir, shared_target_dir
 
 IMPL: Final[Path] = Path(__file__).resolve().parents[3] / "impl"
 WORK_FOLDER: Final[str] = "rust-export"
 TOKIO_UTIL_VERSION: Final[str] = "=0.7.20"
 """`CancellationToken` for scheduler exports: the version impl/Cargo.toml pins."""
 TEST_TARGET: Final[str] = "exports"
+PROFILE: Final[str] = "mutants"
+"""The cargo profile of every export build: the binding's, see the docstring."""
+PROFILE_CHAIN: Final[tuple[str, ...]] = ("release", PROFILE)
+"""impl/Cargo.toml's profile tables the scratch manifest repeats (`mutants`
+inherits `release`), so its profile is the binding's to the letter."""
 CARGO_TIMEOUT_S: Final[int] = 60 * 60
 """A cold build compiles the crate and its dependencies: minutes on two cores."""
 _RESULT = re.compile(
@@ -79,6 +90,27 @@ def crate_dependency(crate: Path | None) -> str:
     return f"{CRATE} = {{ {source}, features = [{features}] }}"
 
 
+def _toml_value(value: object) -> str:
+    """A profile setting as TOML: a bool, an integer or a string."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | str):
+        return json.dumps(value)
+    raise ValueError(f"impl/Cargo.toml: unexpected profile setting {value!r}")
+
+
+def profile_tables() -> str:
+    """impl/Cargo.toml's `[profile.release]` and `[profile.mutants]`, as TOML."""
+    manifest = tomllib.loads((IMPL / "Cargo.toml").read_text(encoding="utf-8"))
+    tables = []
+    for name in PROFILE_CHAIN:
+        settings = manifest["profile"][name]
+        lines = [f"[profile.{name}]"]
+        lines += [f"{key} = {_toml_value(settings[key])}" for key in sorted(settings)]
+        tables.append("\n".join(lines) + "\n")
+    return "\n".join(tables)
+
+
 def manifest(name: str, crate: Path | None) -> str:
     """`Cargo.toml` of a scratch project."""
     tokio = ", ".join(f'"{feature}"' for feature in TOKIO_FEATURES)
@@ -92,7 +124,8 @@ def manifest(name: str, crate: Path | None) -> str:
         "[dev-dependencies]\n"
         f"{crate_dependency(crate)}\n"
         f'tokio = {{ version = "1", features = [{tokio}] }}\n'
-        f'tokio-util = "{TOKIO_UTIL_VERSION}"\n'
+        f'tokio-util = "{TOKIO_UTIL_VERSION}"\n\n'
+        f"{profile_tables()}"
     )
 
 
@@ -140,7 +173,7 @@ def _cargo(
     root: Path, *arguments: str
 ) -> tuple[subprocess.CompletedProcess[str], float]:
     environment = dict(os.environ)
-    environment["CARGO_TARGET_DIR"] = str(root.parent / "target")
+    environment["CARGO_TARGET_DIR"] = str(shared_target_dir())
     environment.pop("RUSTFLAGS", None)  # the fingerprints must not depend on the caller
     started = time.monotonic()
     completed = subprocess.run(  # noqa: S603 - cargo with our own arguments
@@ -162,7 +195,9 @@ def run_exports(
     root = work_root() / project
     with _locked(root):
         write_project(root, exports, crate)
-        built, build_seconds = _cargo(root, "test", "--test", TEST_TARGET, "--no-run")
+        built, build_seconds = _cargo(
+            root, "test", "--profile", PROFILE, "--test", TEST_TARGET, "--no-run"
+        )
         if built.returncode != 0:
             return CargoRun(
                 build_ok=False,
@@ -172,7 +207,9 @@ def run_exports(
                 failed=0,
                 output=built.stdout + built.stderr,
             )
-        ran, test_seconds = _cargo(root, "test", "--test", TEST_TARGET)
+        ran, test_seconds = _cargo(
+            root, "test", "--profile", PROFILE, "--test", TEST_TARGET
+        )
     output = built.stderr + ran.stdout + ran.stderr
     result = _RESULT.search(ran.stdout)
     passed, failed = (

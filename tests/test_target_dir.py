@@ -1,0 +1,148 @@
+"""One cargo target folder per machine, and the order a run hands out tests.
+
+`ci/target_dir.py` names the folder every build of the crate uses; `.ci/run`
+points the install at it; the Rust export builds with the binding's profile so
+its dependencies are the bindings'. `ci/order.py` puts the machines first.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import tomllib
+from pathlib import Path
+from types import SimpleNamespace
+from typing import cast
+
+import pytest
+from command_support import REPO, run_module
+
+from ci import order
+from ci.replay.rust import cargo
+from ci.target_dir import TARGET_ENV, WORK_ENV, binding_lock, shared_target_dir
+
+COMMAND_TIMEOUT_S = 60
+
+
+def test_cargo_target_dir_names_the_shared_folder_when_it_is_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A `CARGO_TARGET_DIR` the caller set is the one folder, work folder or not."""
+    monkeypatch.setenv(TARGET_ENV, str(tmp_path / "chosen"))
+    monkeypatch.setenv(WORK_ENV, str(tmp_path / "work"))
+
+    found = shared_target_dir(tmp_path / "other-work")
+
+    assert tmp_path / "chosen" == found
+
+
+def test_without_cargo_target_dir_the_folder_is_target_under_the_work_folder(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`<work>/target`, where `<work>` is `DYNAMO_VERIFY_WORK` or a command's own."""
+    monkeypatch.delenv(TARGET_ENV, raising=False)
+    monkeypatch.setenv(WORK_ENV, str(tmp_path / "work"))
+
+    default = shared_target_dir()
+    given = shared_target_dir(tmp_path / "given")
+
+    assert tmp_path / "work" / "target" == default
+    assert tmp_path / "given" / "target" == given
+
+
+def test_the_command_prints_the_folder_and_refuses_arguments_in_one_line(
+    tmp_path: Path,
+) -> None:
+    """`python -m ci.target_dir` prints the folder; an argument is exit 2, one line."""
+    env = os.environ | {TARGET_ENV: str(tmp_path / "chosen")}
+
+    printed = run_module("ci.target_dir", env=env, timeout_s=COMMAND_TIMEOUT_S)
+    refused = run_module("ci.target_dir", "x", env=env, timeout_s=COMMAND_TIMEOUT_S)
+
+    assert 0 == printed.returncode, printed.stderr
+    assert f"{tmp_path / 'chosen'}\n" == printed.stdout
+    assert 2 == refused.returncode
+    assert refused.stderr.startswith("ci.target_dir: error: ")
+    assert 1 == len(refused.stderr.splitlines())
+
+
+def test_ci_run_points_cargo_at_the_shared_folder_before_it_installs() -> None:
+    """`.ci/run` exports the folder the module prints, then runs the install."""
+    lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assignment = lines.index('CARGO_TARGET_DIR="$(python3 -m ci.target_dir)" || exit 1')
+    exported = lines.index("export CARGO_TARGET_DIR")
+    (install,) = [i for i, line in enumerate(lines) if "pip install" in line]
+
+    assert assignment < exported < install
+
+
+def test_a_binding_build_holds_its_profile_lock_and_not_the_others(
+    tmp_path: Path,
+) -> None:
+    """While one binding builds in a profile, another in that profile waits."""
+    with (
+        binding_lock(tmp_path, "mutants"),
+        (tmp_path / ".binding-mutants.lock").open("w") as same,
+        (tmp_path / ".binding-release.lock").open("w") as other,
+    ):
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(same, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)
+
+
+def test_the_export_project_repeats_the_bindings_profiles_to_the_letter() -> None:
+    """The scratch manifest's release and mutants profiles are impl/Cargo.toml's."""
+    binding = tomllib.loads((REPO / "impl" / "Cargo.toml").read_text("utf-8"))
+    scratch = tomllib.loads(cargo.manifest("exports-x", None))
+
+    assert cargo.PROFILE in binding["profile"]
+    assert {name: binding["profile"][name] for name in cargo.PROFILE_CHAIN} == (
+        scratch["profile"]
+    )
+
+
+class _Item:
+    """What the order reads of a collected test: its id and its markers."""
+
+    def __init__(self, nodeid: str, *markers: str) -> None:
+        self.nodeid = nodeid
+        self.markers = markers
+
+    def get_closest_marker(self, name: str) -> str | None:
+        return name if name in self.markers else None
+
+
+def test_slow_tests_then_machines_then_the_rest_each_in_collection_order() -> None:
+    """Slow first, stateful/ next, the rest last; the order within each stays."""
+    found = [
+        _Item("tests/test_gate.py::test_a"),
+        _Item("stateful/test_queue_machine.py::test_b"),
+        _Item("tests/test_mutants_smoke.py::test_c", "slow"),
+        _Item("tests/test_artifacts.py::test_d"),
+        _Item("stateful/test_affinity_machine.py::test_e"),
+        _Item("stateful/test_queue_machine.py::test_f", "slow"),
+    ]
+    items = [cast("pytest.Item", item) for item in found]
+
+    order.pytest_collection_modifyitems(items)
+
+    assert ["c", "f", "b", "e", "a", "d"] == [item.nodeid[-1] for item in items]
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, 1), (5, 5)])
+def test_xdist_hands_out_one_test_at_a_time_unless_told_otherwise(
+    given: int | None, expected: int
+) -> None:
+    """`--maxschedchunk` becomes 1 when the command line leaves it unset."""
+    config = SimpleNamespace(option=SimpleNamespace(maxschedchunk=given))
+
+    order.pytest_configure(cast("pytest.Config", config))
+
+    assert expected == config.option.maxschedchunk
+
+
+def test_this_run_collected_the_machines_first(request: pytest.FixtureRequest) -> None:
+    """In the running session the ranks never decrease along the order."""
+    ranks = [order.rank(item) for item in request.session.items]
+
+    assert sorted(ranks) == ranks
