@@ -46,8 +46,8 @@ DUE_OFFSETS_MS = (None, None, 0, 1, 2, 5, 20)
 """A due time relative to now (None: no due time; 0: due exactly now)."""
 ADVANCE_KINDS = ("zero", "one", "to_due", "before_due", "past_due", "far")
 ADVANCE_REACH_MS = 60_000
-"""Advances aim at due times at most this far ahead: the binding's clock stops
-at one day, and due times centuries out are for ordering, not for expiry."""
+"""Advances aim at due times at most this far ahead: due times centuries out
+are for ordering here (a corpus scenario moves the clock onto the cap)."""
 FAR_DUE_KINDS = ("none", "cap-1", "cap", "cap+1", "twice the cap")
 """A due time relative to the queue's deadline origin: none, one ms before the
 first capped due key, on it, after it, or far beyond it."""

@@ -166,10 +166,10 @@ BEYOND_THE_BINDING: dict[str, tuple[str, Edit, str]] = {
         _set("steps", 0, "op", "worker", to=2),
         "steps[0].op.worker: 2 is not one of the 2 workers",
     ),
-    "a scheduler clock past the binding's day": (
+    "a scheduler clock past the binding's 600 years": (
         "scheduler/canary_due_off_by_one.json",
-        _set("steps", 0, "op", "delta_ms", to=86_400_000),
-        "steps[1].op.delta_ms: the clock reaches 86400003 ms",
+        _set("steps", 0, "op", "delta_ms", to=18_934_560_000_000),
+        "steps[1].op.delta_ms: the clock reaches 18934560000003 ms",
     ),
     "a history writer past u64": (
         "histories/reaper_refuses_a_removed_session_at_capacity.json",

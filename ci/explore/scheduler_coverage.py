@@ -44,6 +44,7 @@ from model.scheduler.ops import (
     Free,
     Schedule,
     SchedulerOp,
+    SetAvailable,
     SetCapacity,
     UpdateQueue,
 )
@@ -56,6 +57,9 @@ SchedulerStep = MachineStep[Node, SchedulerOp]
 
 SCHEDULER_RULE_OP_TYPES: RuleTable = {
     "a_blocked_lane_then_a_recheck": frozenset({Schedule, Free, SetCapacity}),
+    "a_blocked_lane_whose_worker_goes_away": frozenset(
+        {Schedule, UpdateQueue, SetAvailable, Advance}
+    ),
     "a_shared_head_then_its_end": frozenset({Schedule, Cancel, Advance}),
     "advance": frozenset({Advance}),
     "cancel": frozenset({Cancel}),
@@ -63,8 +67,10 @@ SCHEDULER_RULE_OP_TYPES: RuleTable = {
     "free": frozenset({Free}),
     "free_without_a_booking": frozenset({Free}),
     "schedule": frozenset({Schedule}),
+    "set_available": frozenset({SetAvailable}),
     "set_capacity": frozenset({SetCapacity}),
     "teardown": frozenset({Free, UpdateQueue}),
+    "two_far_due_times_in_one_lane": frozenset({Advance, Schedule, Free}),
     "update_queue": frozenset({UpdateQueue}),
 }
 """Which operation types each scheduler machine rule (and its teardown) applies."""

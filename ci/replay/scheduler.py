@@ -59,18 +59,23 @@ SUBJECT: Final[str] = "scheduler"
 SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"workers"})
 WORKERS_MAX: Final[int] = 16
 NS_PER_MS: Final[int] = 1_000_000
-CLOCK_MS_MAX: Final[int] = 86_400_000
-"""The binding's scheduler clock stops at one day (`CLOCK_NS_MAX` in
+YEAR_S: Final[int] = 31_557_600
+"""A Julian year in seconds, the binding's year (`YEAR_S` in impl/src/scheduler.rs)."""
+CLOCK_MS_MAX: Final[int] = 600 * YEAR_S * 1_000
+"""The binding's scheduler clock stops at 600 years (`CLOCK_NS_MAX` in
 impl/src/scheduler.rs): a program whose steps add up past it is refused."""
 OP_RANGES: Final[Mapping[str, Bounds]] = {
     "worker": (0, U64_MAX),
     "isl_tokens": (0, USIZE_MAX),
     "tokens": (0, U64_MAX),
     "delta_ms": (0, CLOCK_MS_MAX),
-    "due_ms": (0, U64_MAX // NS_PER_MS),
+    "due_ms": (0, U64_MAX),
+    "workers": (0, U64_MAX),
 }
 """What the binding's arguments hold (`schedule(.., isl_tokens: usize, due_ns:
-Option<u64>)`, `set_capacity(worker, tokens: u64)`; due times in ns)."""
+Option<u128>)`, `set_capacity(worker, tokens: u64)`, `set_available(workers:
+Option<Vec<u64>>)`; due times in ns, as far as
+a `u64` of milliseconds reaches, well inside the platform's `Instant`)."""
 OPS: Final[OpCodec] = OpCodec(SCHEDULER_OP_TYPES, {}, OP_RANGES)
 
 
