@@ -293,7 +293,7 @@ PINNED_ONLY = pytest.mark.pinned
         ),
         pytest.param(
             ["{trace}", "--emit", "rust", "--out", "{trace}/x.rs"],
-            "cannot write",
+            "is not a folder",
             id="unwritable",
         ),
     ],
