@@ -26,11 +26,14 @@ actions of the advance: `reap` (the entries go, their slots stay counted)
 and `count` (the slots are freed). While slots stay counted, the model
 accepts a call as if its capacity were that many entries smaller.
 
-Replica updates: the crate observes an update's sequence before it takes the
-session's entry (`Inner::apply_replica_update`, affinity.rs:649-653), so a
-local commit or join between the two takes a version above the update's.
-`ReplicaApply` names both readings; `CRATE_REPLICA_APPLY` is the pinned
-crate's, under which an update is two actions: `observe`, then `call`.
+Replica updates: the crate observes an update's sequence and reads the clock
+before it takes the session's entry (`Inner::apply_replica_update`,
+affinity.rs:649-653), so a local commit or join between the two takes a
+version above the update's, and an update that waits while the clock moves
+applies at the clock it read: its idle deadline, and whether it finds the
+entry expired, come from that earlier instant (finding F5). `ReplicaApply`
+names both readings; `CRATE_REPLICA_APPLY` is the pinned crate's, under which
+an update is two actions: `observe` (the sequence and the clock), then `call`.
 
 Handles: the driver numbers handles itself; the specification state carries
 the map from the driver's numbers to the model's, extended whenever both sides
@@ -180,6 +183,9 @@ class SpecState:
     handles: tuple[tuple[int, int], ...]
     moved_from: int | None = None  # between an advance's two actions
     uncounted: int = 0  # entries a pass removed whose slots stay counted
+    clocks_seen: tuple[tuple[tuple[int, int], int], ...] = ()
+    """The clock each observed, not yet applied replica update read, by (thread,
+    index): the crate reads it with the sequence, before it takes the entry."""
 
 
 _HANDLE_FIELD: Final[dict[type, str]] = {
@@ -293,26 +299,34 @@ class AffinitySpec:
             smaller = max(0, self.config.max_entries - state.uncounted)
             table = replace(table, config=replace(self.config, max_entries=smaller))
         model = ModelAffinity.from_state(table)
+        key = (action.event.thread, action.event.index)
         if action.part == "observe":
             assert isinstance(call, ApplyReplica)
             if len(call.session_id.encode()) <= self.config.max_session_id_bytes:
                 model.observe_replica_sequence(call.version.sequence)
-            return replace(state, table=self._restored(model))
+            seen = (*state.clocks_seen, (key, table.now_ns))
+            return replace(state, table=self._restored(model), clocks_seen=seen)
+        clock_seen = dict(state.clocks_seen).pop(key, None)
+        if clock_seen is not None:  # the update applies at the clock it read
+            model = ModelAffinity.from_state(replace(table, now_ns=clock_seen))
         handles = dict(state.handles)
         op = _with_model_handles(call, handles)
         if op is None:
             return None
         modelled = outcome_of(model, op)
         published = tuple(model.drain_published())
+        after = replace(
+            state,
+            table=replace(self._restored(model), now_ns=table.now_ns),
+            clocks_seen=tuple(seen for seen in state.clocks_seen if seen[0] != key),
+        )
         if action.event.pending:  # any result: the caller never saw one
-            return replace(state, table=self._restored(model))
+            return after
         added = _new_handles(call, action.event.outcome, modelled)
         if added is None or published != action.event.published:
             return None
         handles.update(added)
-        return replace(
-            state, table=self._restored(model), handles=tuple(sorted(handles.items()))
-        )
+        return replace(after, handles=tuple(sorted(handles.items())))
 
     def _restored(self, model: ModelAffinity) -> AffinityState:
         """The model's state under the table's own configuration."""

@@ -631,6 +631,7 @@ def test_the_corpus_keeps_the_crates_races() -> None:
     """The histories the check found in the crate are kept."""
     assert [path.stem for path in HISTORIES] == [
         "reaper_refuses_a_removed_session_at_capacity",
+        "replica_update_applies_at_a_stale_clock",
         "replica_update_races_a_commit",
     ]
 
