@@ -37,7 +37,8 @@ RUN_TIMEOUT_S = 900
 CANARY = "canary-late-expiry"
 _FAILURE = re.compile(rf"^FAILURE {CANARY} \(worker \d+, seed \d+\): (?P<what>.+)$")
 _REPLAY = re.compile(r"^  replay: (?P<command>python -m ci\.fuzz --replay .+)$")
-_TRACE = re.compile(r"^  trace: +python -m ci\.replay (?P<folder>\S+)")
+_TRACE = re.compile(r"^  trace: +(?:cd \S+ && )?python -m ci\.replay (?P<folder>\S+)")
+"""A trace line; a gate run on a source tree prefixes `cd TREE && `."""
 
 
 @dataclass
