@@ -49,7 +49,7 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -77,7 +77,12 @@ from ci.explore.coverage import (
     run_restricted_machine,
 )
 from ci.explore.graph import Bound, Exploration, Violation, explore
-from ci.explore.paths import ReplayResult, edge_cover_paths, replay_paths
+from ci.explore.paths import (
+    ReplayFailure,
+    ReplayResult,
+    edge_cover_paths,
+    replay_paths,
+)
 from ci.explore.picture import to_dot, to_svg
 from ci.explore.queue_graph import (
     CI_QUEUE_BOUNDS,
@@ -376,26 +381,43 @@ def replay_bound(bound: Bound) -> ReplayResult:
     return replay_paths(exploration, edge_cover_paths(exploration), NativeAffinity)
 
 
-def _replay(bounds: Sequence[Bound], console: Console) -> int:
-    table = Table(title="Edge-covering replay: model vs dynamo-kv-router")
+def replay_table(
+    title: str,
+    results: Iterable[tuple[str, ReplayResult]],
+    console: Console,
+    show: Callable[[str, int, ReplayFailure], str],
+) -> int:
+    """Print each bound's edge-covering replay and its failures; 1 if any failed.
+
+    `show(bound, number, failure)` is the line that lets a reader rerun a failure.
+    """
+    table = Table(title=title)
     for column in ("bound", "edges", "paths", "steps", "disagreements"):
         table.add_column(column, justify="left" if column == "bound" else "right")
     failed = False
-    for bound in bounds:
-        result = replay_bound(bound)
+    for name, result in results:
         failed = failed or bool(result.failures)
         table.add_row(
-            bound.name,
+            name,
             str(result.edges),
             str(result.paths),
             str(result.steps),
             str(len(result.failures)),
         )
-        for failure in result.failures:
-            console.print(f"[red]{bound.name}: {failure.difference}[/red]")
-            console.print(f"  path: {list(failure.path)}")
+        for number, failure in enumerate(result.failures):
+            console.print(f"[red]{name}: {failure.difference}[/red]")
+            console.print(show(name, number, failure))
     console.print(table)
     return 1 if failed else 0
+
+
+def _replay(bounds: Sequence[Bound], console: Console) -> int:
+    return replay_table(
+        "Edge-covering replay: model vs dynamo-kv-router",
+        ((bound.name, replay_bound(bound)) for bound in bounds),
+        console,
+        lambda _name, _number, failure: f"  path: {list(failure.path)}",
+    )
 
 
 # ---- counterexamples and shrink quality ------------------------------------------

@@ -28,11 +28,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from rich.console import Console
-from rich.table import Table
 
 from ci import subjects
 from ci.canaries.scheduler import CANARIES
-from ci.explore.command import artifact_dir
+from ci.explore.command import artifact_dir, replay_table
 from ci.explore.paths import ReplayFailure, ReplayResult, edge_cover_paths
 from ci.explore.scheduler_graph import (
     SchedulerBound,
@@ -121,29 +120,21 @@ def replay_bound(bound: SchedulerBound, out: Path | None = None) -> ReplayResult
 def _replay(
     bounds: Sequence[SchedulerBound], args: argparse.Namespace, console: Console
 ) -> int:
-    table = Table(title="Edge-covering replay of scheduler traces: model vs crate")
-    for column in ("bound", "edges", "paths", "steps", "disagreements"):
-        table.add_column(column, justify="left" if column == "bound" else "right")
     del args
-    failed = False
-    for bound in bounds:
-        result = replay_bound(bound)
-        failed = failed or bool(result.failures)
-        table.add_row(
-            bound.name,
-            str(result.edges),
-            str(result.paths),
-            str(result.steps),
-            str(len(result.failures)),
-        )
-        for number, failure in enumerate(result.failures):
-            ops = cast("tuple[SchedulerOp, ...]", failure.path)
-            trace = path_trace(bound, ops, f"failing path of bound {bound.name}")
-            path = save(trace, artifact_dir() / f"{bound.name}-failure-{number}.json")
-            console.print(f"[red]{bound.name}: {failure.difference}[/red]")
-            console.print(f"  replay: python -m ci.replay {path}")
-    console.print(table)
-    return 1 if failed else 0
+    named = {bound.name: bound for bound in bounds}
+
+    def show(name: str, number: int, failure: ReplayFailure) -> str:
+        ops = cast("tuple[SchedulerOp, ...]", failure.path)
+        trace = path_trace(named[name], ops, f"failing path of bound {name}")
+        path = save(trace, artifact_dir() / f"{name}-failure-{number}.json")
+        return f"  replay: python -m ci.replay {path}"
+
+    return replay_table(
+        "Edge-covering replay of scheduler traces: model vs crate",
+        ((bound.name, replay_bound(bound)) for bound in bounds),
+        console,
+        show,
+    )
 
 
 # ---- canaries ------------------------------------------------------------------
