@@ -6,7 +6,11 @@ use std::fs;
 use std::path::Path;
 
 fn main() {
-    let lock_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.lock");
+    // Read at run time, not with `env!`: the build script's binary is shared by
+    // every clone that builds in the machine's one target folder, so a path
+    // baked in at its compile time would name another clone's lock file.
+    let manifest_dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_default();
+    let lock_path = Path::new(&manifest_dir).join("Cargo.lock");
     println!("cargo:rerun-if-changed={}", lock_path.display());
     let lock = fs::read_to_string(&lock_path).unwrap_or_default();
     let mut version = "unknown".to_string();

@@ -12,10 +12,7 @@ from dataclasses import replace
 from typing import ClassVar
 
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    initialize,
-    rule,
-)
+from hypothesis.stateful import initialize
 
 from model.affinity.ops import (
     Acquire,
@@ -38,7 +35,7 @@ from model.affinity.types import (
     Version,
 )
 from stateful.affinity_machine import AffinityMachine, configs, targets
-from stateful.machine import sampled_from
+from stateful.machine import DRAW, Draw, rule, sampled_from
 
 INSTANT_RANGE_TTLS = (None, 2, 5)
 """Where the `Instant` range ends after a manual table's origin, in TTLs."""
@@ -92,12 +89,12 @@ class ManualClockMachine(AffinityMachine):
             self._run("clock_update_at_a_limit", CrateAdvance(now_ns))
 
     @rule(
-        data=st.data(),
+        data=DRAW,
         dispatched=targets,
         then=st.sampled_from(("acquire", "query", "new_id")),
     )
     def stale_releases_leave_an_expired_binding(
-        self, data: st.DataObject, dispatched: Target, then: str
+        self, data: Draw, dispatched: Target, then: str
     ) -> None:
         """An expired binding left between cleanups by stale releases is met alike.
 
@@ -154,8 +151,8 @@ def manual_clock_machine(reaping: Reaping) -> type[ManualClockMachine]:
 class RuntimeClockRefusalMachine(AffinityMachine):
     """The runtime machine, on a target whose crate has `advance_clock`."""
 
-    @rule(data=st.data())
-    def crate_advance_on_a_runtime_table(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def crate_advance_on_a_runtime_table(self, data: Draw) -> None:
         """The crate's `advance_clock` on a runtime table is refused, alike."""
         now_ns = data.draw(sampled_from(self._clock_targets()), label="now_ns")
         self._run("crate_advance_on_a_runtime_table", CrateAdvance(now_ns))

@@ -11,11 +11,7 @@ from typing import ClassVar
 
 from hypothesis import note
 from hypothesis import strategies as st
-from hypothesis.stateful import (
-    initialize,
-    precondition,
-    rule,
-)
+from hypothesis.stateful import initialize
 
 from model.affinity.ops import (
     Abort,
@@ -57,7 +53,14 @@ from model.affinity.types import (
 )
 from properties.affinity.coverage import next_cleanup_ns
 from stateful.affinity_subject import AffinityHarness, AffinitySubject, SutFactory
-from stateful.machine import DifferentialMachine, sampled_from
+from stateful.machine import (
+    DRAW,
+    DifferentialMachine,
+    Draw,
+    precondition,
+    rule,
+    sampled_from,
+)
 
 SESSION_POOL = ("a", "b", "c", "ßß", "ßßß", "x" * 300)
 """Ids by UTF-8 size: 1, 1, 1, 4 (2 chars), 6 (3 chars) and 300 bytes."""
@@ -83,8 +86,10 @@ CHANGES_UNDER_A_HOLD = (
 )
 """What befalls a bound session while a hold of it waits to be committed."""
 
-targets = st.builds(Target, st.sampled_from(WORKERS), st.sampled_from(RANKS))
-pins = st.none() | targets
+TARGETS = tuple(Target(worker, rank) for worker in WORKERS for rank in RANKS)
+"""Every target a rule draws, simplest first (one choice per draw)."""
+targets = st.sampled_from(TARGETS)
+pins = st.sampled_from((None, *TARGETS))
 sessions = st.sampled_from(SESSION_POOL)
 
 
@@ -184,15 +189,15 @@ class AffinityMachine(DifferentialMachine):
         self._run("join", Join(session_id, bind_to))
 
     @precondition(has_holds)
-    @rule(data=st.data(), dispatched=targets)
-    def commit(self, data: st.DataObject, dispatched: Target) -> None:
+    @rule(data=DRAW, dispatched=targets)
+    def commit(self, data: Draw, dispatched: Target) -> None:
         """Committing a hold to a dispatched target gives the same lease or error."""
         handle = data.draw(sampled_from(self._holds()), label="hold")
         self._run("commit", Commit(handle, dispatched))
 
     @precondition(has_holds)
-    @rule(data=st.data())
-    def commit_where_bound(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def commit_where_bound(self, data: Draw) -> None:
         """Committing a hold where it is bound (the common path) agrees."""
         handle = data.draw(sampled_from(self._holds()), label="hold")
         held = self._harness().model.handle(handle)
@@ -271,36 +276,36 @@ class AffinityMachine(DifferentialMachine):
         self._run("waiting_request", PollWaiter(second.value.waiter))
 
     @precondition(has_initializations)
-    @rule(data=st.data())
-    def abort(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def abort(self, data: Draw) -> None:
         """Dropping an initialization frees its slot (or reserved use) alike."""
         handle = data.draw(sampled_from(self._handles(InitHandle)), label="init")
         self._run("abort", Abort(handle))
 
     @precondition(has_leases)
-    @rule(data=st.data())
-    def release(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def release(self, data: Draw) -> None:
         """Releasing a lease restarts the idle TTL alike."""
         handle = data.draw(sampled_from(self._handles(LeaseHandle)), label="lease")
         self._run("release", Release(handle))
 
     @precondition(has_leases)
-    @rule(data=st.data())
-    def invalidate(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def invalidate(self, data: Draw) -> None:
         """Invalidating a lease removes (or releases) alike."""
         handle = data.draw(sampled_from(self._handles(LeaseHandle)), label="lease")
         self._run("invalidate", Invalidate(handle))
 
     @precondition(has_waiters)
-    @rule(data=st.data())
-    def poll_waiter(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def poll_waiter(self, data: Draw) -> None:
         """A waiter is woken at the same step on both sides."""
         waiter = data.draw(sampled_from(self._handles(WaiterHandle)), label="waiter")
         self._run("poll_waiter", PollWaiter(waiter))
 
     @precondition(has_consumed_handles)
-    @rule(data=st.data(), use=st.sampled_from(("commit", "abort", "release")))
-    def reuse_consumed_handle(self, data: st.DataObject, use: str) -> None:
+    @rule(data=DRAW, use=st.sampled_from(("commit", "abort", "release")))
+    def reuse_consumed_handle(self, data: Draw, use: str) -> None:
         """Reusing a consumed handle is the same clear error on both sides."""
         state = self._state()
         live = {number for number, _ in state.handles}
@@ -319,8 +324,8 @@ class AffinityMachine(DifferentialMachine):
         """Querying gives the same target, none, or error."""
         self._run("query", Query(session_id, requested))
 
-    @rule(data=st.data())
-    def advance(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def advance(self, data: Draw) -> None:
         """Moving the clock (onto and around deadlines and reaper ticks) agrees."""
         now_ns = data.draw(sampled_from(self._clock_targets()), label="now_ns")
         self._run("advance", Advance(now_ns))
@@ -362,10 +367,8 @@ class AffinityMachine(DifferentialMachine):
         next_tick_ns = _next_tick_ns(self._state())
         self._run("reaper_tick", Advance(next_tick_ns + offset_ns))
 
-    @rule(data=st.data(), session_id=sessions, bind_to=targets)
-    def apply_replica(
-        self, data: st.DataObject, session_id: str, bind_to: Target
-    ) -> None:
+    @rule(data=DRAW, session_id=sessions, bind_to=targets)
+    def apply_replica(self, data: Draw, session_id: str, bind_to: Target) -> None:
         """A replica update (older, equal, newer, conflicting) agrees."""
         version = data.draw(sampled_from(self._versions(session_id)), label="version")
         self._run("apply_replica", ApplyReplica(session_id, bind_to, version))
@@ -397,10 +400,10 @@ class AffinityMachine(DifferentialMachine):
 
     @precondition(has_bindings)
     @rule(
-        data=st.data(),
+        data=DRAW,
         change=st.sampled_from(("same", "newer", "newer_elsewhere", "older")),
     )
-    def replica_for_a_bound_session(self, data: st.DataObject, change: str) -> None:
+    def replica_for_a_bound_session(self, data: Draw, change: str) -> None:
         """A replica update of a bound session (refresh, newer, older) agrees."""
         session_id = data.draw(sampled_from(self._sessions(Binding)), label="id")
         entry = self._state().entry(session_id)
@@ -428,9 +431,9 @@ class AffinityMachine(DifferentialMachine):
             if isinstance(entry, Binding) and not state.is_expired(entry)
         ]
 
-    @rule(data=st.data(), bind_to=targets, dispatched=targets)
+    @rule(data=DRAW, bind_to=targets, dispatched=targets)
     def replica_for_an_expired_session(
-        self, data: st.DataObject, bind_to: Target, dispatched: Target
+        self, data: Draw, bind_to: Target, dispatched: Target
     ) -> None:
         """Even an older replica update revives an expired binding (G.8), alike.
 
@@ -445,10 +448,8 @@ class AffinityMachine(DifferentialMachine):
             self._run(rule_name, ApplyReplica(session_id, bind_to, Version(0, 0)))
 
     @precondition(has_initializing)
-    @rule(data=st.data(), bind_to=targets)
-    def replica_during_initialization(
-        self, data: st.DataObject, bind_to: Target
-    ) -> None:
+    @rule(data=DRAW, bind_to=targets)
+    def replica_during_initialization(self, data: Draw, bind_to: Target) -> None:
         """A replica update for an initializing session is ignored alike."""
         session_id = data.draw(sampled_from(self._sessions(Initializing)), label="id")
         version = Version(self._state().next_sequence, 1)
@@ -457,8 +458,8 @@ class AffinityMachine(DifferentialMachine):
         )
 
     @precondition(has_leases)
-    @rule(data=st.data())
-    def release_after_a_replica_refresh(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def release_after_a_replica_refresh(self, data: Draw) -> None:
         """A lease released after a replica bumped its binding's version (F.2)."""
         handle = data.draw(sampled_from(self._handles(LeaseHandle)), label="lease")
         held = self._harness().model.handle(handle)
@@ -481,9 +482,9 @@ class AffinityMachine(DifferentialMachine):
             if state.entry(s) is None and len(s.encode()) <= limit
         ]
 
-    @rule(data=st.data(), dispatched=targets)
+    @rule(data=DRAW, dispatched=targets)
     def new_session_against_uncollected_expiry(
-        self, data: st.DataObject, dispatched: Target
+        self, data: Draw, dispatched: Target
     ) -> None:
         """A new id beside an expired, uncollected binding (refused if full), alike.
 
@@ -499,7 +500,7 @@ class AffinityMachine(DifferentialMachine):
             self._run(rule_name, Acquire(session_id, None))
 
     def _an_expired_binding_at_hand(
-        self, rule_name: str, data: st.DataObject, dispatched: Target
+        self, rule_name: str, data: Draw, dispatched: Target
     ) -> list[str]:
         """The expired sessions; with none, one is made first (the rules' preamble).
 
@@ -511,7 +512,7 @@ class AffinityMachine(DifferentialMachine):
         return self._expired_sessions()
 
     def _expire_a_vacant_binding(
-        self, rule_name: str, data: st.DataObject, dispatched: Target
+        self, rule_name: str, data: Draw, dispatched: Target
     ) -> None:
         """Bind a vacant id, release it, and move the clock onto its deadline."""
         vacant = self._vacant_ids()
@@ -523,9 +524,9 @@ class AffinityMachine(DifferentialMachine):
         if isinstance(entry, Binding):
             self._run(rule_name, Advance(entry.deadline_ns))
 
-    @rule(data=st.data(), dispatched=targets, revived_to=targets)
+    @rule(data=DRAW, dispatched=targets, revived_to=targets)
     def stale_lease_across_a_revival(
-        self, data: st.DataObject, dispatched: Target, revived_to: Target
+        self, data: Draw, dispatched: Target, revived_to: Target
     ) -> None:
         """A stale lease stays stale when its id is rebound after a revival, alike.
 
@@ -555,9 +556,9 @@ class AffinityMachine(DifferentialMachine):
             self._run(rule_name, Commit(again.handle, dispatched))
         self._run(rule_name, Release(second.handle))
 
-    @rule(data=st.data(), dispatched=targets, revived_to=targets)
+    @rule(data=DRAW, dispatched=targets, revived_to=targets)
     def leases_across_a_revived_binding(
-        self, data: st.DataObject, dispatched: Target, revived_to: Target
+        self, data: Draw, dispatched: Target, revived_to: Target
     ) -> None:
         """Two leases on a revived binding outlive its rebinding alike.
 
@@ -594,7 +595,7 @@ class AffinityMachine(DifferentialMachine):
     def _a_freshly_revised_lease(
         self,
         rule_name: str,
-        data: st.DataObject,
+        data: Draw,
         origin: str,
         dispatched: Target,
         replica_to: Target,
@@ -619,13 +620,13 @@ class AffinityMachine(DifferentialMachine):
         return (session_id, lease) if isinstance(lease, int) else None
 
     @rule(
-        data=st.data(),
+        data=DRAW,
         origin=st.sampled_from(("expiry_at_acquire", "replica_insert")),
         dispatched=targets,
         replica_to=targets,
     )
     def stale_leases_across_two_rebindings(
-        self, data: st.DataObject, origin: str, dispatched: Target, replica_to: Target
+        self, data: Draw, origin: str, dispatched: Target, replica_to: Target
     ) -> None:
         """Stale leases stay stale while their id is bound afresh twice, alike.
 
@@ -657,7 +658,7 @@ class AffinityMachine(DifferentialMachine):
                 self._run(rule_name, Invalidate(fresh))
 
     @rule(
-        data=st.data(),
+        data=DRAW,
         change=st.sampled_from(CHANGES_UNDER_A_HOLD),
         bound_to=targets,
         moved_to=targets,
@@ -665,7 +666,7 @@ class AffinityMachine(DifferentialMachine):
     )
     def bound_holds_dispatched_elsewhere_after_a_change(
         self,
-        data: st.DataObject,
+        data: Draw,
         change: str,
         bound_to: Target,
         moved_to: Target,

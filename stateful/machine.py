@@ -9,16 +9,30 @@ evaluations, non-vacuous evaluations, boundary hits and a short witness. The
 final replay of a failing example is remembered (`stateful.capture`) so that
 the artifact writer can turn it into a trace.
 
+A machine's rules are methods marked with this module's `rule` (and
+`precondition`), which read as Hypothesis' own but are drawn by the machine:
+Hypothesis' stateful engine sees one rule, `run_rules`, which applies a run
+of up to `RUN_RULES_MAX` rules drawn with plain choices: the rule among those
+enabled (preconditions and this program's swarm), then its arguments. Drawing
+each rule as a Hypothesis rule cost more than applying it (a filtered draw
+over every rule with a swarm flag each, and a draw through `st.data()` per
+argument); a run draws the same things with one choice each, and still
+shrinks rule by rule (every rule is a span of choices behind a continuation
+choice). A rule applies one operation or several (a scenario); every
+operation is one harness step, checked.
+
 Each machine class (and each subclass a test makes) counts on its own.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from functools import lru_cache
-from typing import Any, ClassVar, TypeVar
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache, lru_cache
+from typing import Any, ClassVar, Final, Protocol, TypeVar
 
-from hypothesis import event, note
+from hypothesis import event, note, stateful
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
 
@@ -34,7 +48,130 @@ SETUP_STEPS = frozenset({"build", "teardown"})
 SAMPLED_STRATEGIES_MAX = 4_096
 """Distinct `sampled_from` strategies kept built (least recently used go first)."""
 
+RUN_RULES_MAX = 8
+"""Rules one `run_rules` step applies at most (about 5.5 on average)."""
+CONTINUE_CHOICES = 8
+"""A run goes on while a choice in `range(CONTINUE_CHOICES)` is not 0."""
+SWARM_LEVELS = 255
+"""A program leaves each rule out with chance level / `SWARM_LEVELS` (swarm)."""
+
 _T = TypeVar("_T")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class Draw(Protocol):
+    """What a rule draws its state-dependent arguments with."""
+
+    def draw(self, strategy: st.SearchStrategy[_T], label: str | None = None) -> _T:
+        """A value of `strategy`; `label` names it in a reading of the program."""
+        ...
+
+
+class _DrawSentinel:
+    """The type of `DRAW`."""
+
+    def __repr__(self) -> str:
+        return "DRAW"
+
+
+DRAW: Final = _DrawSentinel()
+"""`@rule(data=DRAW)`: the rule draws further values itself, through `Draw`."""
+
+
+@dataclass(frozen=True, eq=False)
+class MachineRule:
+    """One rule of a machine: its method, argument strategies and preconditions.
+
+    Compared and hashed by identity: a run's choice of rule is drawn from a
+    cached `sampled_from` keyed by the rules enabled.
+    """
+
+    name: str
+    function: Callable[..., None]
+    arguments: tuple[tuple[str, st.SearchStrategy[Any] | _DrawSentinel], ...]
+    guards: tuple[Callable[[Any], bool], ...] = ()
+
+    def enabled(self, machine: DifferentialMachine) -> bool:
+        """Every guard holds on `machine`."""
+        return all(guard(machine) for guard in self.guards)
+
+
+_RULE = "verify_rule"
+_GUARDS = "verify_guards"
+
+
+def rule(
+    **arguments: st.SearchStrategy[Any] | _DrawSentinel,
+) -> Callable[[_F], _F]:
+    """Mark a method as a rule of its machine, its arguments drawn from `arguments`."""
+
+    def mark(function: _F) -> _F:
+        guards: tuple[Callable[[Any], bool], ...] = getattr(function, _GUARDS, ())
+        found = MachineRule(
+            function.__name__, function, tuple(arguments.items()), guards
+        )
+        setattr(function, _RULE, found)
+        return function
+
+    return mark
+
+
+def precondition(guard: Callable[[Any], bool]) -> Callable[[_F], _F]:
+    """Enable a rule only while `guard(machine)` holds (stackable, in any order)."""
+
+    def mark(function: _F) -> _F:
+        guards = (*getattr(function, _GUARDS, ()), guard)
+        setattr(function, _GUARDS, guards)
+        found: MachineRule | None = getattr(function, _RULE, None)
+        if found is not None:
+            setattr(
+                function,
+                _RULE,
+                MachineRule(found.name, found.function, found.arguments, guards),
+            )
+        return function
+
+    return mark
+
+
+@cache
+def machine_rules(machine: type) -> tuple[MachineRule, ...]:
+    """A machine's rules: fewest arguments first, then by name.
+
+    Shrinking moves a choice of rule towards the first, so the simplest rules
+    come first.
+    """
+    found = [
+        getattr(getattr(machine, name), _RULE)
+        for name in dir(machine)
+        if hasattr(getattr(machine, name), _RULE)
+    ]
+    return tuple(sorted(found, key=lambda rule: (len(rule.arguments), rule.name)))
+
+
+class _Drawer:
+    """`Draw` over a composite strategy's draw function."""
+
+    __slots__ = ("_draw",)
+
+    def __init__(self, draw: st.DrawFn) -> None:
+        self._draw = draw
+
+    def draw(self, strategy: st.SearchStrategy[_T], label: str | None = None) -> _T:
+        """A value of `strategy` (the label is for readers only)."""
+        del label
+        return self._draw(strategy)
+
+
+_CONTINUE = st.integers(0, CONTINUE_CHOICES - 1)
+_LEVEL = st.integers(0, SWARM_LEVELS - 1)
+_SEED = st.integers(0, 2**32 - 1)
+
+
+@st.composite
+def _rules_run(draw: st.DrawFn, machine: DifferentialMachine) -> int:
+    """Apply a run of rules drawn for `machine`; how many it applied."""
+    return machine._apply_rules(draw)
 
 
 @lru_cache(maxsize=SAMPLED_STRATEGIES_MAX)
@@ -80,6 +217,60 @@ class DifferentialMachine(RuleBasedStateMachine):
         """Nothing exists until the machine's `initialize` rule starts a harness."""
         super().__init__()
         self.harness: Any = None
+        self._rules = machine_rules(type(self))
+        self._swarm: frozenset[str] | None = None
+        self._run_strategy = _rules_run(self)
+
+    @stateful.rule(data=st.data())
+    def run_rules(self, data: st.DataObject) -> None:
+        """Apply a run of rules (see the module's docstring)."""
+        data.draw(self._run_strategy, label="rules")
+
+    def _apply_rules(self, draw: st.DrawFn) -> int:
+        """Draw and apply up to `RUN_RULES_MAX` rules."""
+        drawer = _Drawer(draw)
+        if self._swarm is None:
+            self._swarm = self._draw_swarm(draw)
+        applied = 0
+        while applied == 0 or (applied < RUN_RULES_MAX and draw(_CONTINUE) != 0):
+            held: dict[Callable[[Any], bool], bool] = {}  # each guard once
+            enabled = [
+                rule
+                for rule in self._rules
+                if all(
+                    held[guard]
+                    if guard in held
+                    else held.setdefault(guard, guard(self))
+                    for guard in rule.guards
+                )
+            ]
+            if not enabled:
+                raise AssertionError(f"no rule of {type(self).__name__} is enabled")
+            chosen = [rule for rule in enabled if rule.name not in self._swarm]
+            picked = draw(sampled_from(chosen or enabled))
+            arguments = {
+                name: drawer if isinstance(strategy, _DrawSentinel) else draw(strategy)
+                for name, strategy in picked.arguments
+            }
+            note(_RuleNote(picked.name, arguments))
+            picked.function(self, **arguments)
+            applied += 1
+        return applied
+
+    def _draw_swarm(self, draw: st.DrawFn) -> frozenset[str]:
+        """The rules this program leaves out (swarm testing).
+
+        Two choices: a level, and a seed that spreads it over the rules
+        (each is left out with chance level / `SWARM_LEVELS`). Shrinking moves
+        the level to 0 first, which leaves nothing out.
+        """
+        level = draw(_LEVEL)
+        if level == 0:
+            return frozenset()
+        spread = random.Random(draw(_SEED))  # noqa: S311 - a choice, not a secret
+        return frozenset(
+            rule.name for rule in self._rules if spread.randrange(SWARM_LEVELS) < level
+        )
 
     def _start(self, harness: Harness[Any, Any]) -> None:
         """Drive `harness` from now on; a final replay becomes a trace."""
@@ -111,6 +302,29 @@ class DifferentialMachine(RuleBasedStateMachine):
         return report
 
 
+class _RuleNote:
+    """`state.RULE(ARGUMENTS)`, as Hypothesis prints a rule it ran (lazily).
+
+    A rule drawing further values itself shows `data=data(...)`; the steps
+    it took follow as `_StepNote`s.
+    """
+
+    __slots__ = ("arguments", "name")
+
+    def __init__(self, name: str, arguments: dict[str, Any]) -> None:
+        """Remember the rule and its arguments."""
+        self.name = name
+        self.arguments = arguments
+
+    def __repr__(self) -> str:
+        """The note as Hypothesis prints it."""
+        shown = ", ".join(
+            f"{key}=data(...)" if isinstance(value, _Drawer) else f"{key}={value!r}"
+            for key, value in self.arguments.items()
+        )
+        return f"state.{self.name}({shown})"
+
+
 class _StepNote:
     """`step N: OP -> OUTCOME`, formatted only if Hypothesis shows the note.
 
@@ -133,11 +347,7 @@ class _StepNote:
 
 def rules_of(machine: type[DifferentialMachine]) -> list[str]:
     """The names of a machine's rules, sorted."""
-    return sorted(
-        name
-        for name in dir(machine)
-        if hasattr(getattr(machine, name), "hypothesis_stateful_rule")
-    )
+    return sorted(rule.name for rule in machine_rules(machine))
 
 
 def run_and_check(

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from hypothesis import note
 from hypothesis import strategies as st
-from hypothesis.stateful import initialize, precondition, rule
+from hypothesis.stateful import initialize
 
 from model.queue.ops import (
     Drain,
@@ -39,7 +39,14 @@ from model.queue.types import (
     Worker,
     synthetic_profile,
 )
-from stateful.machine import DifferentialMachine, sampled_from
+from stateful.machine import (
+    DRAW,
+    DifferentialMachine,
+    Draw,
+    precondition,
+    rule,
+    sampled_from,
+)
 from stateful.queue_subject import (
     ProfileSpec,
     QueueFactory,
@@ -157,7 +164,7 @@ class QueueMachine(DifferentialMachine):
     def _class_count(self) -> int:
         return len(self.model.state.configs)
 
-    def _draw_class(self, data: st.DataObject) -> int:
+    def _draw_class(self, data: Draw) -> int:
         """A class index of the run's profile, drawn as every rule draws it."""
         class_index: int = data.draw(
             st.integers(0, self._class_count() - 1), label="class"
@@ -199,7 +206,7 @@ class QueueMachine(DifferentialMachine):
         self.steps_since_build = 0
 
     @rule(
-        data=st.data(),
+        data=DRAW,
         worker_count=st.sampled_from(WORKER_COUNTS),
         raw=st.integers(0, 40) | st.sampled_from((0, 1, 100, 1000)),
         cached=st.integers(0, 30),
@@ -210,7 +217,7 @@ class QueueMachine(DifferentialMachine):
     )
     def enqueue(  # noqa: PLR0917 - Hypothesis passes rule arguments by keyword
         self,
-        data: st.DataObject,
+        data: Draw,
         worker_count: int,
         raw: int,
         cached: int,
@@ -237,12 +244,12 @@ class QueueMachine(DifferentialMachine):
         )
 
     @rule(
-        data=st.data(),
+        data=DRAW,
         raw=st.sampled_from(((10, 10), (40, 5), (5, 40))),
         arrivals=st.sampled_from(((0.0, 1.0), (1.0, 0.0))),
     )
     def two_requests_then_a_pop(
-        self, data: st.DataObject, raw: tuple[int, int], arrivals: tuple[float, float]
+        self, data: Draw, raw: tuple[int, int], arrivals: tuple[float, float]
     ) -> None:
         """Two requests of one class and tier, then a pop with all free, agree.
 
@@ -257,10 +264,8 @@ class QueueMachine(DifferentialMachine):
             )
         self._apply("two_requests_then_a_pop", PopNext(dispatch=Dispatch()))
 
-    @rule(data=st.data(), lanes=st.permutations(WORKERS))
-    def pop_beside_a_blocked_lane(
-        self, data: st.DataObject, lanes: list[Worker]
-    ) -> None:
+    @rule(data=DRAW, lanes=st.permutations(WORKERS))
+    def pop_beside_a_blocked_lane(self, data: Draw, lanes: list[Worker]) -> None:
         """A lane blocked while its worker was saturated is passed by, alike.
 
         One entry on the first worker's lane, two on the second's; a pop with
@@ -278,10 +283,8 @@ class QueueMachine(DifferentialMachine):
         self._apply(rule_name, PopNext(Dispatch(saturated=frozenset({blocked}))))
         self._apply(rule_name, PopNext(dispatch=Dispatch()))
 
-    @rule(data=st.data(), worker=st.sampled_from(WORKERS))
-    def a_carry_across_an_emptied_queue(
-        self, data: st.DataObject, worker: Worker
-    ) -> None:
+    @rule(data=DRAW, worker=st.sampled_from(WORKERS))
+    def a_carry_across_an_emptied_queue(self, data: Draw, worker: Worker) -> None:
         """Credit carried past a queue that `retain` emptied is dropped by a pop, alike.
 
         The queue is emptied; two cheap requests of one class and a pop (its
@@ -310,8 +313,8 @@ class QueueMachine(DifferentialMachine):
         self._apply(rule_name, PopNext(Dispatch(saturated=frozenset({worker}))))
         self._apply(rule_name, PopNext(dispatch=Dispatch()))
 
-    @rule(data=st.data(), kind=st.sampled_from(LIMIT_KINDS))
-    def a_limit_refuses_an_enqueue(self, data: st.DataObject, kind: LimitKind) -> None:
+    @rule(data=DRAW, kind=st.sampled_from(LIMIT_KINDS))
+    def a_limit_refuses_an_enqueue(self, data: Draw, kind: LimitKind) -> None:
         """A class's limit of one kind refuses an enqueue once reached, alike.
 
         In a class whose `kind` limit is set and whose limits checked before it
@@ -345,8 +348,8 @@ class QueueMachine(DifferentialMachine):
             if isinstance(outcome.value, Rejection) or not outcome.ok:
                 return
 
-    @rule(data=st.data())
-    def a_carry_into_a_class_that_retain_emptied(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def a_carry_into_a_class_that_retain_emptied(self, data: Draw) -> None:
         """A carried class that `retain` emptied gets no credit from the carry, alike.
 
         Two cheap requests of one class and a pop carry that class's leftover
@@ -382,8 +385,8 @@ class QueueMachine(DifferentialMachine):
         self._apply(rule_name, PopNext(dispatch=Dispatch()))
         self._apply(rule_name, PopNext(dispatch=Dispatch()))
 
-    @rule(data=st.data())
-    def credit_of_a_class_that_a_pop_emptied(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def credit_of_a_class_that_a_pop_emptied(self, data: Draw) -> None:
         """A class that a pop emptied comes back with no credit, alike.
 
         With the queue empty, a class whose quantum exceeds one token is given
@@ -437,16 +440,16 @@ class QueueMachine(DifferentialMachine):
         self._ran("toggle_any_work")
         self.any_dispatchable = not self.any_dispatchable
 
-    @rule(data=st.data())
-    def toggle_class_pause(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def toggle_class_pause(self, data: Draw) -> None:
         """A class is paused (its predicate refuses all), or resumed."""
         self._ran("toggle_class_pause")
         class_index = self._draw_class(data)
         self.paused ^= {class_index}
 
     @precondition(has_entries)
-    @rule(data=st.data(), unknown=st.booleans())
-    def retain(self, data: st.DataObject, unknown: bool) -> None:
+    @rule(data=DRAW, unknown=st.booleans())
+    def retain(self, data: Draw, unknown: bool) -> None:
         """Dropping some payloads leaves the same entries on both sides."""
         payloads = self._payloads()
         drop = set(data.draw(st.sets(st.sampled_from(payloads)), label="drop"))

@@ -16,7 +16,7 @@ from typing import Any, ClassVar
 
 from hypothesis import note
 from hypothesis import strategies as st
-from hypothesis.stateful import initialize, precondition, rule
+from hypothesis.stateful import initialize
 
 from model.affinity.ops import (
     Abort,
@@ -57,7 +57,14 @@ from model.replica.ops import (
 from stateful import stats
 from stateful.affinity_machine import TTL_NS_CHOICES, pins, targets
 from stateful.affinity_subject import SutFactory
-from stateful.machine import DifferentialMachine, run_and_check
+from stateful.machine import (
+    DRAW,
+    DifferentialMachine,
+    Draw,
+    precondition,
+    rule,
+    run_and_check,
+)
 from stateful.replica_subject import (
     ReplicaNetworkHarness,
     ReplicaSetup,
@@ -204,7 +211,7 @@ class ReplicaNetworkMachine(DifferentialMachine):
         """Two replicas are partitioned."""
         return bool(self._pairs(cut=True))
 
-    def _replica(self, data: st.DataObject) -> int:
+    def _replica(self, data: Draw) -> int:
         return data.draw(
             st.sampled_from(range(self._harness().setup.replicas)), label="replica"
         )
@@ -226,25 +233,25 @@ class ReplicaNetworkMachine(DifferentialMachine):
 
     # ---- local traffic ------------------------------------------------------
 
-    @rule(data=st.data(), session_id=sessions, requested=pins)
-    def acquire(self, data: st.DataObject, session_id: str, requested: Any) -> None:
+    @rule(data=DRAW, session_id=sessions, requested=pins)
+    def acquire(self, data: Draw, session_id: str, requested: Any) -> None:
         """Acquiring on a replica gives the same step on its model and table."""
         self._local("acquire", self._replica(data), Acquire(session_id, requested))
 
     @rule(
-        data=st.data(),
+        data=DRAW,
         session_id=sessions,
         dispatched=targets,
         then=st.sampled_from(("keep", "release")),
     )
     def request_turn(
-        self, data: st.DataObject, session_id: str, dispatched: Target, then: str
+        self, data: Draw, session_id: str, dispatched: Target, then: str
     ) -> None:
         """A whole turn on a replica (acquire, commit, maybe release) agrees."""
         self._turn("request_turn", self._replica(data), session_id, dispatched, then)
 
     @rule(
-        data=st.data(),
+        data=DRAW,
         session_id=sessions,
         first_to=targets,
         second_to=targets,
@@ -252,7 +259,7 @@ class ReplicaNetworkMachine(DifferentialMachine):
     )
     def racing_replicas(
         self,
-        data: st.DataObject,
+        data: Draw,
         session_id: str,
         first_to: Target,
         second_to: Target,
@@ -286,21 +293,21 @@ class ReplicaNetworkMachine(DifferentialMachine):
             if then == "release" and isinstance(lease.value, int):
                 self._local(rule_name, replica, Release(lease.value))
 
-    @rule(data=st.data(), session_id=sessions, bind_to=targets)
-    def join(self, data: st.DataObject, session_id: str, bind_to: Target) -> None:
+    @rule(data=DRAW, session_id=sessions, bind_to=targets)
+    def join(self, data: Draw, session_id: str, bind_to: Target) -> None:
         """Joining an initialization on a replica agrees."""
         self._local("join", self._replica(data), Join(session_id, bind_to))
 
     @precondition(has_holds)
-    @rule(data=st.data(), dispatched=targets)
-    def commit(self, data: st.DataObject, dispatched: Target) -> None:
+    @rule(data=DRAW, dispatched=targets)
+    def commit(self, data: Draw, dispatched: Target) -> None:
         """Committing a hold on its replica agrees."""
         replica, handle = data.draw(st.sampled_from(self._holds()), label="hold")
         self._local("commit", replica, Commit(handle, dispatched))
 
     @precondition(has_initializations)
-    @rule(data=st.data())
-    def abort(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def abort(self, data: Draw) -> None:
         """Dropping an initialization on its replica agrees."""
         replica, handle = data.draw(
             st.sampled_from(self._handles(InitHandle)), label="init"
@@ -308,8 +315,8 @@ class ReplicaNetworkMachine(DifferentialMachine):
         self._local("abort", replica, Abort(handle))
 
     @precondition(has_leases)
-    @rule(data=st.data())
-    def release(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def release(self, data: Draw) -> None:
         """Releasing a lease restarts the TTL and publishes, alike."""
         replica, handle = data.draw(
             st.sampled_from(self._handles(LeaseHandle)), label="lease"
@@ -317,8 +324,8 @@ class ReplicaNetworkMachine(DifferentialMachine):
         self._local("release", replica, Release(handle))
 
     @precondition(has_leases)
-    @rule(data=st.data())
-    def invalidate(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def invalidate(self, data: Draw) -> None:
         """Invalidating removes the binding on that replica only, alike."""
         replica, handle = data.draw(
             st.sampled_from(self._handles(LeaseHandle)), label="lease"
@@ -327,8 +334,8 @@ class ReplicaNetworkMachine(DifferentialMachine):
 
     # ---- the shared clock ---------------------------------------------------
 
-    @rule(data=st.data())
-    def advance(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def advance(self, data: Draw) -> None:
         """Every replica's clock moves to one time (deadlines, ticks, in flight)."""
         now_ns = data.draw(st.sampled_from(self._clock_targets()), label="now_ns")
         self._run("advance", AdvanceAll(now_ns))
@@ -362,8 +369,8 @@ class ReplicaNetworkMachine(DifferentialMachine):
         self._run(rule_name, op)
 
     @precondition(has_deliverable)
-    @rule(data=st.data())
-    def deliver(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def deliver(self, data: Draw) -> None:
         """The oldest message on a link arrives; the receiver applies it, alike."""
         (source, dest), position = data.draw(
             st.sampled_from(self._messages(oldest=True, up=True)), label="message"
@@ -371,8 +378,8 @@ class ReplicaNetworkMachine(DifferentialMachine):
         self._network("deliver", Deliver(source, dest, position))
 
     @precondition(has_reorderable)
-    @rule(data=st.data())
-    def deliver_out_of_order(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def deliver_out_of_order(self, data: Draw) -> None:
         """A message overtakes an older one on its link, alike."""
         (source, dest), position = data.draw(
             st.sampled_from(self._messages(oldest=False, up=True)), label="message"
@@ -380,8 +387,8 @@ class ReplicaNetworkMachine(DifferentialMachine):
         self._network("deliver_out_of_order", Deliver(source, dest, position))
 
     @precondition(has_deliverable)
-    @rule(data=st.data())
-    def duplicate(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def duplicate(self, data: Draw) -> None:
         """A copy of a message arrives and the message stays in flight, alike."""
         (source, dest), position = data.draw(
             st.sampled_from(self._messages(oldest=None, up=True)), label="message"
@@ -389,8 +396,8 @@ class ReplicaNetworkMachine(DifferentialMachine):
         self._network("duplicate", Duplicate(source, dest, position))
 
     @precondition(has_messages)
-    @rule(data=st.data())
-    def drop(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def drop(self, data: Draw) -> None:
         """A message is lost."""
         (source, dest), position = data.draw(
             st.sampled_from(self._messages(oldest=None, up=False)), label="message"
@@ -398,15 +405,15 @@ class ReplicaNetworkMachine(DifferentialMachine):
         self._network("drop", Drop(source, dest, position))
 
     @precondition(has_up_pair)
-    @rule(data=st.data())
-    def partition(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def partition(self, data: Draw) -> None:
         """Two replicas are cut apart: what they send each other is lost."""
         first, second = data.draw(st.sampled_from(self._pairs(cut=False)), label="pair")
         self._network("partition", Partition(first, second))
 
     @precondition(has_cut_pair)
-    @rule(data=st.data())
-    def heal(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def heal(self, data: Draw) -> None:
         """A partition heals; held messages can be delivered again."""
         first, second = data.draw(st.sampled_from(self._pairs(cut=True)), label="pair")
         self._network("heal", Heal(first, second))

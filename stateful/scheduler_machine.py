@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from hypothesis import note
 from hypothesis import strategies as st
-from hypothesis.stateful import initialize, precondition, rule
+from hypothesis.stateful import initialize
 
 from model.scheduler.ops import (
     Advance,
@@ -28,7 +28,7 @@ from model.scheduler.ops import (
     UpdateQueue,
 )
 from model.scheduler.types import DUE_KEY_CAP_MS, SchedulerConfig
-from stateful.machine import DifferentialMachine
+from stateful.machine import DRAW, DifferentialMachine, Draw, precondition, rule
 from stateful.scheduler_subject import (
     SchedulerFactory,
     SchedulerHarness,
@@ -137,14 +137,14 @@ class SchedulerMachine(DifferentialMachine):
         self._start(SchedulerHarness(config, type(self).factory))
 
     @rule(
-        data=st.data(),
+        data=DRAW,
         pinned=st.booleans(),
         isl=st.sampled_from(ISL_TOKENS),
         due_offset_ms=st.sampled_from(DUE_OFFSETS_MS),
     )
     def schedule(
         self,
-        data: st.DataObject,
+        data: Draw,
         pinned: bool,
         isl: int,
         due_offset_ms: int | None,
@@ -158,15 +158,15 @@ class SchedulerMachine(DifferentialMachine):
         )
 
     @precondition(has_bookings)
-    @rule(data=st.data())
-    def free(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def free(self, data: Draw) -> None:
         """Freeing a booking rechecks its worker alike."""
         request_id = data.draw(st.sampled_from(sorted(self.state.booked)), label="id")
         self._apply("free", Free(request_id))
 
     @precondition(has_requests)
-    @rule(data=st.data())
-    def free_without_a_booking(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def free_without_a_booking(self, data: Draw) -> None:
         """Freeing an id that holds no booking is refused alike, changing nothing."""
         unbooked = sorted(set(self.state.requests) - set(self.state.booked))
         if not unbooked:
@@ -175,8 +175,8 @@ class SchedulerMachine(DifferentialMachine):
         outcome = self._apply("free_without_a_booking", Free(request_id))
         assert outcome.error is not None, f"the model freed {request_id}"
 
-    @rule(data=st.data(), kind=st.sampled_from(("drawn", "same", "load", "load-1")))
-    def set_capacity(self, data: st.DataObject, kind: str) -> None:
+    @rule(data=DRAW, kind=st.sampled_from(("drawn", "same", "load", "load-1")))
+    def set_capacity(self, data: Draw, kind: str) -> None:
         """A worker's capacity changes (or is set to its value) alike.
 
         `load` sets it to exactly the worker's booked tokens (not busy at the
@@ -193,8 +193,8 @@ class SchedulerMachine(DifferentialMachine):
             tokens = data.draw(st.sampled_from(CAPACITIES_TOKENS), label="tokens")
         self._apply("set_capacity", SetCapacity(worker, tokens))
 
-    @rule(data=st.data(), source=st.booleans())
-    def set_available(self, data: st.DataObject, source: bool) -> None:
+    @rule(data=DRAW, source=st.booleans())
+    def set_available(self, data: Draw, source: bool) -> None:
         """The set of available workers changes, unannounced, alike."""
         workers = None
         if source:
@@ -204,12 +204,12 @@ class SchedulerMachine(DifferentialMachine):
         self._apply("set_available", SetAvailable(workers))
 
     @rule(
-        data=st.data(),
+        data=DRAW,
         recheck=st.booleans(),
         due=st.sampled_from(("none", "dispatched", "waiting")),
     )
     def a_blocked_lane_whose_worker_goes_away(
-        self, data: st.DataObject, recheck: bool, due: str
+        self, data: Draw, recheck: bool, due: str
     ) -> None:
         """A blocked lane's worker stops being available; only a recheck tells.
 
@@ -248,13 +248,13 @@ class SchedulerMachine(DifferentialMachine):
         )
 
     @rule(
-        data=st.data(),
+        data=DRAW,
         first=st.sampled_from(FAR_DUE_KINDS),
         second=st.sampled_from(FAR_DUE_KINDS),
         step=st.booleans(),
     )
     def two_far_due_times_in_one_lane(
-        self, data: st.DataObject, first: str, second: str, step: bool
+        self, data: Draw, first: str, second: str, step: bool
     ) -> None:
         """Two requests due centuries out wait in one lane and leave in key order.
 
@@ -311,16 +311,16 @@ class SchedulerMachine(DifferentialMachine):
         self._apply("advance", Advance(delta))
 
     @precondition(has_waiting)
-    @rule(data=st.data())
-    def cancel(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def cancel(self, data: Draw) -> None:
         """The caller of a waiting request goes away alike."""
         request_id = data.draw(st.sampled_from(sorted(self.state.parked)), label="id")
         outcome = self._apply("cancel", Cancel(request_id))
         assert outcome.value is True, f"the model did not cancel {request_id}"
 
     @precondition(has_requests)
-    @rule(data=st.data())
-    def cancel_after_the_end(self, data: st.DataObject) -> None:
+    @rule(data=DRAW)
+    def cancel_after_the_end(self, data: Draw) -> None:
         """The caller of an ended request goes away: nothing changes, alike."""
         ended = sorted(set(self.state.requests) - set(self.state.parked))
         if not ended:
@@ -329,8 +329,8 @@ class SchedulerMachine(DifferentialMachine):
         outcome = self._apply("cancel_after_the_end", Cancel(request_id))
         assert outcome.value is False, f"the model cancelled {request_id} again"
 
-    @rule(data=st.data(), release=st.sampled_from(("free", "capacity")))
-    def a_blocked_lane_then_a_recheck(self, data: st.DataObject, release: str) -> None:
+    @rule(data=DRAW, release=st.sampled_from(("free", "capacity")))
+    def a_blocked_lane_then_a_recheck(self, data: Draw, release: str) -> None:
         """A pinned request waits behind a busy worker until a recheck, alike.
 
         A request larger than the worker's capacity makes it busy; a second,
@@ -353,12 +353,12 @@ class SchedulerMachine(DifferentialMachine):
             self._apply(rule_name, SetCapacity(worker, load))
 
     @rule(
-        data=st.data(),
+        data=DRAW,
         end=st.sampled_from(("cancel", "expire")),
         pinned_head=st.booleans(),
     )
     def a_shared_head_then_its_end(
-        self, data: st.DataObject, end: str, pinned_head: bool
+        self, data: Draw, end: str, pinned_head: bool
     ) -> None:
         """A shared request waits behind a head for a busy worker, until it ends.
 

@@ -152,7 +152,7 @@ def test_two_workers_find_the_canary_and_a_fresh_process_replays_it_from_redis(
         "ci.fuzz", "--workers", "2", "--redis", redis_server.url,
         "--db", str(tmp_path / "workers-db"), "--artifacts", str(tmp_path / "fuzz"),
         "--targets", CANARY, "--batches", "1", "--examples", "100",
-        "--steps", "60", "--seed", "1", "--progress-every", "600",
+        "--runs", "12", "--seed", "1", "--progress-every", "600",
         hash_seed="1",
     )  # fmt: skip
     print(fuzz.stdout)

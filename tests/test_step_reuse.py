@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
-from hypothesis.stateful import invariant, run_state_machine_as_test
+from hypothesis.stateful import run_state_machine_as_test
 
 from impl.adapter import NativeAffinity
 from model.affinity.ops import Acquire, Advance, Commit, EnableReplication, Op, Release
@@ -25,6 +25,7 @@ from properties import registry
 from properties.registry import Kind, evaluate, properties, register
 from stateful.affinity_machine import SESSION_POOL, AffinityMachine
 from stateful.affinity_subject import AffinityHarness
+from stateful.harness import StepReport
 from stateful.machine import sampled_from
 
 EXAMPLES = 30
@@ -46,15 +47,17 @@ def test_the_carried_state_is_the_models_state_after_every_step() -> None:
 
 def test_the_machine_carries_the_models_state_between_its_steps() -> None:
     """Across generated programs, guards read exactly the model's state."""
+    checked = 0
 
     class Checked(AffinityMachine):
-        """The affinity machine with a snapshot check between rules."""
+        """The affinity machine with a snapshot check before every operation."""
 
-        @invariant()
-        def the_carried_state_is_the_models_state(self) -> None:
-            """Between rules, the harness' state equals a fresh snapshot."""
-            if self.harness is not None:
-                assert self.harness.model.state() == self.harness.state
+        def _run(self, rule_name: str, op: Op) -> StepReport[Op]:
+            """Before each step, the harness' state equals a fresh snapshot."""
+            nonlocal checked
+            assert self.harness.model.state() == self.harness.state
+            checked += 1
+            return super()._run(rule_name, op)
 
     machine: type[AffinityMachine] = Checked
     machine.factory = ModelAffinity
@@ -62,7 +65,7 @@ def test_the_machine_carries_the_models_state_between_its_steps() -> None:
         Checked,
         settings=settings(
             max_examples=EXAMPLES,
-            stateful_step_count=30,
+            stateful_step_count=6,
             derandomize=True,
             database=None,
             deadline=None,
@@ -70,7 +73,7 @@ def test_the_machine_carries_the_models_state_between_its_steps() -> None:
         ),
     )
 
-    assert Checked.steps_run > 0
+    assert checked == Checked.steps_run > EXAMPLES
 
 
 def test_the_selection_holds_every_property_of_its_subject_and_kind() -> None:

@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import initialize, rule
+from hypothesis.stateful import initialize
 from rich.console import Console
 from rich.table import Table
 
@@ -35,7 +35,7 @@ from ci.trust.targets import TARGETS
 from properties import properties
 from stateful import stats
 from stateful.harness import Harness, Subject
-from stateful.machine import STEPS_MIN, DifferentialMachine, run_and_check
+from stateful.machine import STEPS_MIN, DifferentialMachine, rule, run_and_check
 
 # ---- the built-in entries -----------------------------------------------------
 

@@ -72,6 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"ci.bench.affinity: error: {error}", file=sys.stderr)
         return 2
+    import ci.profiles  # noqa: F401, PLC0415 - loads the selected Hypothesis profile
     from impl.adapter import NativeAffinity  # noqa: PLC0415 - after argument parsing
 
     chosen = settings(max_examples=args.examples, derandomize=True, database=None)

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from hypothesis.stateful import precondition, rule
-
 from model.affinity.table import ModelAffinity
 from stateful.affinity_machine import AffinityMachine
 from stateful.affinity_subject import SutFactory
+from stateful.machine import precondition, rule
 
 HASH_ORDERED_SESSIONS: frozenset[str] = frozenset({"a", "b", "c", "d"})
 """Iterated without sorting, on purpose."""

@@ -72,6 +72,7 @@ from model.affinity.types import AffinityConfig
 from stateful.affinity_machine import SESSION_POOL, AffinityMachine
 from stateful.affinity_subject import AffinityHarness
 from stateful.harness import StepReport
+from stateful.machine import DifferentialMachine, rules_of
 
 RuleTable = Mapping[str, frozenset[type[object]]]
 """Rule name -> the operation types it can apply (the per-rule denominators)."""
@@ -125,17 +126,13 @@ RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
 """Which operation types each machine rule can apply (the per-rule denominators)."""
 
 
-def machine_rules(machine: type[RuleBasedStateMachine] = AffinityMachine) -> list[str]:
+def machine_rules(machine: type[DifferentialMachine] = AffinityMachine) -> list[str]:
     """A machine's rule names (the affinity machine's unless told), sorted."""
-    return sorted(
-        name
-        for name in dir(machine)
-        if hasattr(getattr(machine, name), "hypothesis_stateful_rule")
-    )
+    return rules_of(machine)
 
 
 def check_rule_table(
-    machine: type[RuleBasedStateMachine] = AffinityMachine,
+    machine: type[DifferentialMachine] = AffinityMachine,
     table: RuleTable = RULE_OP_TYPES,
     extra: frozenset[str] = frozenset(),
 ) -> None:

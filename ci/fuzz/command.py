@@ -1,13 +1,13 @@
 """Fuzz the machines on many workers that share one example database.
 
     python -m ci.fuzz --workers N [--redis URL] [--db DIR] [--for DURATION]
-                      [--targets affinity,queue] [--examples N] [--steps N]
+                      [--targets affinity,queue] [--examples N] [--runs N]
                       [--batches N] [--seed S] [--progress-every SECONDS]
     python -m ci.fuzz --replay TARGET [--redis URL] [--db DIR]
 
 Each worker runs batches: one fresh `python -m pytest` process on one target's
 test (`ci.trust.targets`) under the `fuzz` profile (`ci/profiles.py`), with a
-new seed, `--examples` programs of `--steps` steps, and the shared example
+new seed, `--examples` programs of `--runs` runs of operations, and the shared example
 database (`ci.trust.database`: Redis if `--redis`, always the local directory
 `--db` beside it). Workers take the targets in turn. A batch that fails with a
 counterexample saves it in the database (Hypothesis does) and leaves an
@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ci.cli import OneLineParser, UsageError, output_folder, positive_int
-from ci.profiles import EXAMPLES, STEPS_PER_PROGRAM
+from ci.profiles import EXAMPLES, RUNS_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     artifacts_root,
@@ -126,7 +126,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--for", dest="for_s", type=duration_s, default=None)
     parser.add_argument("--targets", default=None)
     parser.add_argument("--examples", type=positive_int, default=None)
-    parser.add_argument("--steps", type=positive_int, default=STEPS_PER_PROGRAM["fuzz"])
+    parser.add_argument(
+        "--runs",
+        type=positive_int,
+        default=RUNS_PER_PROGRAM["fuzz"],
+        help="runs of operations per program (1 to 8 operations each)",
+    )
     parser.add_argument("--batches", type=positive_int, default=None, help="per worker")
     parser.add_argument("--seed", type=int, default=None, help="derive batch seeds")
     parser.add_argument(
@@ -423,7 +428,7 @@ def fuzz_main(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
     config = RunConfig(
         base="fuzz",
         max_examples=arguments.examples,
-        stateful_step_count=arguments.steps,
+        stateful_step_count=arguments.runs,
         redis_url=arguments.redis,
         database_dir=str(db),
     )
@@ -436,7 +441,7 @@ def fuzz_main(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
     where = f"Redis {arguments.redis} + {db}" if arguments.redis else f"{db}"
     print(
         f"fuzzing {', '.join(fuzz.targets)} on {arguments.workers} workers; "
-        f"database {where}; {arguments.examples} examples x {arguments.steps} steps "
+        f"database {where}; {arguments.examples} examples x {arguments.runs} runs "
         "per batch",
         flush=True,
     )
@@ -489,7 +494,7 @@ def replay_main(arguments: argparse.Namespace, target: Target) -> int:
     db = arguments.db or root / DEFAULT_DB
     config = RunConfig(
         base="fuzz",
-        stateful_step_count=arguments.steps,
+        stateful_step_count=arguments.runs,
         phases=("explicit", "reuse"),
         redis_url=arguments.redis,
         database_dir=str(db),
