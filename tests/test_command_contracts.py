@@ -38,6 +38,7 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.bench.affinity", ("--examples", "0"), "must be at least 1: 0"),
     ("ci.bench.affinity", ("extra",), "unrecognized arguments: extra"),
     ("ci.bench.affinity", ("--rounds", "x"), "not a whole number: 'x'"),
+    ("ci.bench.affinity", ("--workers", "0"), "must be at least 1: 0"),
     ("ci.bench.queue", ("extra",), "unrecognized arguments: extra"),
     ("ci.bench.scheduler", ("extra",), "unrecognized arguments: extra"),
     ("ci.production", ("--markdown",), "unrecognized arguments: --markdown"),

@@ -1,13 +1,17 @@
 """Benchmark the affinity table: machine steps and trace replay, per CPU second.
 
-`python -m ci.bench.affinity [--examples N] [--rounds N]` prints one table:
+`python -m ci.bench.affinity [--examples N] [--rounds N] [--workers N]` prints
+one table:
 
 * the affinity machine, derandomized (both runs draw the same programs), the
   model against the crate and then against a second model;
 * trace replay (`ci.replay.command.replay`, which minimization, the corpus,
   the dossier's witnesses and the explorer's edge replay all go through) of
   the committed affinity corpus traces the pinned crate can build, `--rounds`
-  times over, against the crate and against a second model.
+  times over, against the crate and against a second model;
+* the machine against the crate in `--workers` processes at once, each
+  drawing programs of its own: what a CI job spread over that many cores runs
+  per wall-clock second.
 
 Then the differential overhead: CPU per step against the crate over CPU per
 step against a second model. Wall time is shown beside CPU time because the
@@ -21,7 +25,14 @@ from collections.abc import Sequence
 
 from hypothesis import settings
 
-from ci.bench.figures import Figures, machine_figures, print_table, ratio, timed
+from ci.bench.figures import (
+    Figures,
+    machine_figures,
+    parallel_machine_figures,
+    print_table,
+    ratio,
+    timed,
+)
 from ci.cli import OneLineParser, UsageError, positive_int
 from ci.replay.command import replay
 from ci.replay.corpus import corpus_files
@@ -67,6 +78,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = OneLineParser(prog="python -m ci.bench.affinity")
     parser.add_argument("--examples", type=positive_int, default=200)
     parser.add_argument("--rounds", type=positive_int, default=20)
+    parser.add_argument(
+        "--workers",
+        type=positive_int,
+        default=2,
+        help="processes for the last row (one per core of a CI job)",
+    )
     try:
         args = parser.parse_args(argv)
     except UsageError as error:
@@ -87,10 +104,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         "replay, model vs crate", traces, NativeAffinity, args.rounds
     )
     alone = replay_figures("replay, model vs model", traces, ModelAffinity, args.rounds)
+    spread = parallel_machine_figures(
+        f"machine, model vs crate, {args.workers} workers",
+        AffinityMachine,
+        NativeAffinity,
+        chosen,
+        args.workers,
+    )
     print_table(
-        f"affinity: {args.examples} programs; {len(traces)} corpus traces "
-        f"x {args.rounds} rounds",
-        (crate, model, replayed, alone),
+        f"affinity: {args.examples} programs (per worker); {len(traces)} corpus "
+        f"traces x {args.rounds} rounds",
+        (crate, model, replayed, alone, spread),
     )
     print(f"differential / model-only, CPU per step: {ratio(crate, model):.2f}")
     return 0

@@ -370,13 +370,10 @@ _cleanup_goal = register(
 
 
 def _stopped_near_cleanup(step: Step, offset_ns: int) -> bool:
+    if not (_moves_clock(step) and step.outcome.ok):
+        return False
     cleanup_ns = next_cleanup_ns(step.before)
-    return (
-        _moves_clock(step)
-        and step.outcome.ok
-        and cleanup_ns is not None
-        and step.after.now_ns == cleanup_ns + offset_ns
-    )
+    return cleanup_ns is not None and step.after.now_ns == cleanup_ns + offset_ns
 
 
 @_cleanup_goal

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from model.affinity.ops import Advance, Commit, DropTable, Invalidate, PollWaiter
 from model.affinity.table import (
     AffinityState,
@@ -67,19 +69,16 @@ def a_joined_initializer_holds_a_reserved_use(state: AffinityState) -> bool:
 )
 def every_active_lease_is_held_by_someone(state: AffinityState) -> bool:
     """A binding's lease count is its live leases plus a joined initializer's use."""
-    for session_id, entry in state.entries:
-        if not isinstance(entry, Binding):
-            continue
-        holders = sum(
-            1
-            for _, handle in state.handles
-            if isinstance(handle, LeaseHandle | InitHandle)
-            and handle.session_id == session_id
-            and handle.revision == entry.revision
-        )
-        if entry.leases != holders:
-            return False
-    return True
+    holders = Counter(
+        (handle.session_id, handle.revision)
+        for _, handle in state.handles
+        if isinstance(handle, LeaseHandle | InitHandle)
+    )
+    return all(
+        entry.leases == holders[session_id, entry.revision]
+        for session_id, entry in state.entries
+        if isinstance(entry, Binding)
+    )
 
 
 def some_session_is_initializing(state: AffinityState) -> bool:
