@@ -9,8 +9,7 @@ callers that can go away.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from types import TracebackType
 from typing import Final
 
 from impl import _native
@@ -32,24 +31,58 @@ BUSY_THRESHOLD_FRAC: Final[float] = 1.0
 _NOT_FOUND_SUFFIX: Final[str] = " not found"
 
 
-@contextmanager
-def _scheduler_errors() -> Iterator[None]:
-    """Re-raise the scheduler binding's exceptions as `model.errors` classes."""
-    try:
-        yield
-    except _native.SchedulerError as error:
-        message = str(error)
-        kind = NOT_FOUND if message.endswith(_NOT_FOUND_SUFFIX) else message
-        raise SchedulerError(kind) from error
-    except _native.SchedulerUsageError as error:
-        message = str(error)
-        unknown = message.startswith("unknown request id")
-        raise SchedulerError(UNKNOWN_REQUEST if unknown else message) from error
-    except _native.RustPanic as error:
-        raise RustPanicError(str(error)) from error
-    except OverflowError as error:
-        # PyO3 refuses ints outside usize/u64 before the crate is called.
-        raise SchedulerError(f"value out of the crate's range: {error}") from error
+class _SchedulerErrors:
+    """Re-raise the scheduler binding's exceptions as `model.errors` classes.
+
+    A plain context manager rather than a `contextlib.contextmanager`
+    generator: every read of the scheduler goes through one, and a step reads
+    the fate of every request the program scheduled.
+    """
+
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        """Nothing to set up."""
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Translate `error` (a binding exception or an overflow); others go on."""
+        if error is None:
+            return
+        if isinstance(error, _native.SchedulerError):
+            message = str(error)
+            found = NOT_FOUND if message.endswith(_NOT_FOUND_SUFFIX) else message
+            raise SchedulerError(found) from error
+        if isinstance(error, _native.SchedulerUsageError):
+            message = str(error)
+            unknown = message.startswith("unknown request id")
+            raise SchedulerError(UNKNOWN_REQUEST if unknown else message) from error
+        if isinstance(error, _native.RustPanic):
+            raise RustPanicError(str(error)) from error
+        if isinstance(error, OverflowError):
+            # PyO3 refuses ints outside usize/u64 before the crate is called.
+            raise SchedulerError(f"value out of the crate's range: {error}") from error
+
+
+_ERRORS: Final[_SchedulerErrors] = _SchedulerErrors()
+
+
+def _scheduler_errors() -> _SchedulerErrors:
+    """The context that re-raises the scheduler binding's exceptions."""
+    return _ERRORS
+
+
+_FATE_KINDS: Final[dict[str, FateKind]] = {
+    "waiting": "waiting",
+    "dispatched": "dispatched",
+    "rejected": "rejected",
+    "cancelled": "cancelled",
+}
+"""The binding's word for a fate, as the model's `FateKind`."""
 
 
 def _ms_of(at_ns: int | None) -> int | None:
@@ -122,13 +155,7 @@ class NativeScheduler:
         """What the caller's future returned, and when."""
         with _scheduler_errors():
             kind, detail, at_ns = self._table.fate(request_id)
-        fate_kinds: dict[str, FateKind] = {
-            "waiting": "waiting",
-            "dispatched": "dispatched",
-            "rejected": "rejected",
-            "cancelled": "cancelled",
-        }
-        return SchedulerFate(fate_kinds[kind], detail, _ms_of(at_ns))
+        return SchedulerFate(_FATE_KINDS[kind], detail, _ms_of(at_ns))
 
     def has_request(self, request_id: str) -> bool:
         """`LocalScheduler::has_request`."""
