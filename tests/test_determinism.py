@@ -53,6 +53,7 @@ def test_the_hash_order_canary_is_caught(tmp_path: Path) -> None:
     assert result.stdout.startswith("DIFFERENT canary-hash-order (passing): line ")
 
 
+@pytest.mark.slow
 @pytest.mark.native
 def test_the_crate_machines_log_the_same_steps_in_two_interpreters(
     tmp_path: Path,
@@ -66,6 +67,7 @@ def test_the_crate_machines_log_the_same_steps_in_two_interpreters(
     assert lines[1].startswith("SAME queue (passing): step logs identical: 3 ")
 
 
+@pytest.mark.slow
 @pytest.mark.native
 def test_a_failing_canary_reproduces_its_trace_and_first_divergence(
     tmp_path: Path,

@@ -143,6 +143,7 @@ def _python_m(*arguments: str, hash_seed: str) -> subprocess.CompletedProcess[st
     )
 
 
+@pytest.mark.slow
 @pytest.mark.native
 def test_two_workers_find_the_canary_and_a_fresh_process_replays_it_from_redis(
     redis_server: RedisServer, tmp_path: Path

@@ -239,6 +239,7 @@ def weakened_run(
         ("failing_run", EXIT_FAIL, "gate FAIL (pytest exit 1)"),
     ],
 )
+@pytest.mark.slow
 def test_the_exit_status_and_verdict_follow_the_tests(
     request: pytest.FixtureRequest, run: str, status: int, verdict: str
 ) -> None:
@@ -249,6 +250,7 @@ def test_the_exit_status_and_verdict_follow_the_tests(
     assert verdict in completed.stdout
 
 
+@pytest.mark.slow
 def test_a_passing_run_writes_junit_xml_where_asked(
     passing_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
@@ -262,6 +264,7 @@ def test_a_passing_run_writes_junit_xml_where_asked(
     assert "0" == suite.get("failures")
 
 
+@pytest.mark.slow
 def test_the_summary_shows_the_machines_steps_rules_and_goals(
     passing_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
@@ -279,6 +282,7 @@ def test_the_summary_shows_the_machines_steps_rules_and_goals(
     assert [] == impossible(completed.stdout)
 
 
+@pytest.mark.slow
 def test_a_weakened_generator_fails_the_gate_naming_the_vacuous_property(
     weakened_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
@@ -292,6 +296,7 @@ def test_a_weakened_generator_fails_the_gate_naming_the_vacuous_property(
     assert "gate FAIL (pytest exit 1)" in completed.stdout
 
 
+@pytest.mark.slow
 def test_a_passing_run_writes_the_dossier_with_counts_for_every_subject(
     passing_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
@@ -310,6 +315,7 @@ def test_a_passing_run_writes_the_dossier_with_counts_for_every_subject(
     assert f"dossier: {folder.resolve()}" in completed.stdout.replace("\n", "")
 
 
+@pytest.mark.slow
 def test_a_failing_run_collects_the_artifact_from_an_xdist_worker(
     failing_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
@@ -319,6 +325,7 @@ def test_a_failing_run_collects_the_artifact_from_an_xdist_worker(
     assert (artifacts / "runTest" / "latest" / "trace.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_failing_run_ends_with_the_replay_line_and_the_rust_test(
     failing_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
@@ -335,6 +342,7 @@ def test_a_failing_run_ends_with_the_replay_line_and_the_rust_test(
     assert "#[tokio::test(start_paused = true)]" in (folder / "repro.rs").read_text()
 
 
+@pytest.mark.slow
 def test_a_failing_run_reports_the_shrunk_length_and_check(
     failing_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
@@ -345,6 +353,7 @@ def test_a_failing_run_reports_the_shrunk_length_and_check(
     assert "states_agree" in completed.stdout
 
 
+@pytest.mark.slow
 def test_a_broken_queue_fails_the_gate_with_a_queue_trace(
     failing_queue_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
@@ -359,6 +368,7 @@ def test_a_broken_queue_fails_the_gate_with_a_queue_trace(
     assert "outcomes_agree" in completed.stdout
 
 
+@pytest.mark.slow
 def test_the_queue_replay_line_replays_the_minimized_failure_step_by_step(
     failing_queue_run: tuple[subprocess.CompletedProcess[str], Path],
 ) -> None:
@@ -377,6 +387,7 @@ def test_the_queue_replay_line_replays_the_minimized_failure_step_by_step(
     assert "outcomes_agree" in replayed.stdout
 
 
+@pytest.mark.slow
 def test_a_run_that_collects_no_tests_exits_two(tmp_path: Path) -> None:
     """Pytest's 'no tests collected' (5) is an infrastructure error: status 2."""
     suite = _folder(tmp_path, "test_short.py", PASSING)

@@ -31,6 +31,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 RUN_TIMEOUT_S = 600
 
 
+@pytest.mark.slow
 def test_vacuous_seeds_are_false_alarms_that_reproduce(tmp_path: Path) -> None:
     """Two vacuous seeds: two false alarms, both reproduced, none flaky; exit 1."""
     result = subprocess.run(  # noqa: S603 - our own interpreter and module
