@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Final
 
-from hypothesis import given, settings
+from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
 from model.affinity.history import History, ThreadOp
@@ -136,6 +136,14 @@ def check_history(
     return found
 
 
+DETECTION_PHASES: Final[tuple[Phase, ...]] = (
+    Phase.explicit,
+    Phase.reuse,
+    Phase.generate,
+)
+"""Hypothesis' phases when a check only has to detect a failure."""
+
+
 ScenarioFamily = Callable[[int, int], st.SearchStrategy[Scenario]]
 """Scenarios of up to (threads, steps per thread)."""
 
@@ -146,12 +154,16 @@ def check_scenarios(
     reading: ReplicaApply = CRATE_REPLICA_APPLY,
     reapings: Sequence[Reaping] = ("runtime_reaper",),
     family: ScenarioFamily | None = None,
+    *,
+    detect_only: bool = False,
 ) -> Tally:
     """Draw scenarios under the loaded profile; every history must linearize.
 
     `reapings`: the clock variants the target can build (for the general
     scenarios); `family`: scenarios aimed at a window instead
-    (`stateful.windows`).
+    (`stateful.windows`); `detect_only`: stop at the first failing history,
+    without Hypothesis' shrink (threads interleave anew on every run, so it
+    mostly ends as flaky; the history minimizer shortens the failure instead).
     """
     size = sizes()
     tally = Tally()
@@ -169,8 +181,9 @@ def check_scenarios(
                 runner(scenario.config, scenario.programs, seed), reading, tally
             )
 
+    test = settings(phases=DETECTION_PHASES)(run) if detect_only else run
     try:
-        run()
+        test()
     finally:  # the gate wants the figures of a failed run too
         tally.record(name, reading)
     return tally

@@ -598,10 +598,12 @@ def test_a_canary_is_caught_and_replays(tmp_path: Path, name: str) -> None:
         return run_concurrent(config, programs, seed, SESSIONS, name)
 
     capture.reset()
-    # Threads interleave anew on every run, so Hypothesis may report the
-    # failure as flaky while shrinking; the captured history is the evidence.
+    # Threads interleave anew on every run: Hypothesis' shrink would mostly end
+    # as flaky, so detection stops at the first failing history, which the
+    # history minimizer shortens (`minimal.json`). Hypothesis still replays
+    # that example once to report it, which may not fail again: either report.
     with pytest.raises(Exception) as caught:  # noqa: PT011 - either report
-        check_scenarios(canary, f"canary-{name.replace('_', '-')}")
+        check_scenarios(canary, f"canary-{name.replace('_', '-')}", detect_only=True)
     (failed,) = capture.failed_histories()
     assert failed.check in {"linearizable", "version_order"}
     assert (
