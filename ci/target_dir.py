@@ -5,10 +5,11 @@ dependencies (tokio, axum, zeromq's C++ sources, ...): the binding that
 `pip install -e .` builds, the binding against a local tree (`ci.build_local`,
 `ci.gate --source`), the mutation sweep's and the smoke mutant's bindings, and
 the Rust export's scratch projects (`ci/replay/rust/cargo.py`). They all use
-one `CARGO_TARGET_DIR`, so each dependency compiles once per machine and
-profile, and a second clone compiles only the binding's own sources (a path
-package: its artifacts are named after the clone's path) and, for another
-interpreter, pyo3's build configuration:
+one `CARGO_TARGET_DIR` and one cargo profile (impl/Cargo.toml's `mutants`:
+`ci.build_local.PROFILES[0]`), so each dependency compiles once per machine,
+and a second clone compiles only the binding's own sources (a path package:
+its artifacts are named after the clone's path) and, for another interpreter,
+pyo3's build configuration:
 
 * `$CARGO_TARGET_DIR` when it is set (`.ci/run` sets it to the folder below, so
   the install's build lands there too);

@@ -1,8 +1,9 @@
-"""One cargo target folder per machine, and the order a run hands out tests.
+"""One cargo target folder and profile per machine, and the order of a run's tests.
 
 `ci/target_dir.py` names the folder every build of the crate uses; `.ci/run`
-points the install at it; the Rust export builds with the binding's profile so
-its dependencies are the bindings'. `ci/order.py` puts the machines first.
+points the install at it; every build (the install, local trees, mutants, the
+Rust export) uses one cargo profile, so the dependencies compile once.
+`ci/order.py` puts the machines first.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ from typing import cast
 import pytest
 from command_support import REPO, run_module
 
-from ci import order
+from ci import build_local, order
+from ci.mutants.plan import BINDING_PROFILES
 from ci.replay.rust import cargo
 from ci.target_dir import TARGET_ENV, WORK_ENV, binding_lock, shared_target_dir
+from impl import adapter
 
 COMMAND_TIMEOUT_S = 60
 
@@ -99,6 +102,53 @@ def test_the_export_project_repeats_the_bindings_profiles_to_the_letter() -> Non
     assert {name: binding["profile"][name] for name in cargo.PROFILE_CHAIN} == (
         scratch["profile"]
     )
+
+
+def _install_profile() -> str:
+    """The cargo profile `pip install -e .` builds in: `[tool.maturin] profile`."""
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text("utf-8"))
+    return str(pyproject["tool"]["maturin"]["profile"])
+
+
+def test_every_build_of_the_crate_defaults_to_the_installs_profile(
+    tmp_path: Path,
+) -> None:
+    """Install, local trees, gates, mutants and the export share one dependency set."""
+    installed = _install_profile()
+    local = build_local.LocalBuild(
+        source=tmp_path, binding_dir=tmp_path / "binding", target_dir=tmp_path
+    )
+
+    assert "mutants" == installed
+    assert installed == build_local.PROFILES[0]
+    assert installed == local.profile
+    assert installed == BINDING_PROFILES[0]
+    assert installed == cargo.PROFILE
+
+
+def test_the_install_profile_is_release_semantics_without_the_optimizer() -> None:
+    """No debug assertions, wrapping arithmetic, unwinding panics, opt-level 0."""
+    manifest = tomllib.loads((REPO / "impl" / "Cargo.toml").read_text("utf-8"))
+    profile = manifest["profile"][_install_profile()]
+
+    assert "release" == profile["inherits"]
+    assert "unwind" == manifest["profile"]["release"]["panic"]
+    assert False is profile["debug-assertions"]
+    assert False is profile["overflow-checks"]
+    assert 0 == profile["opt-level"]
+
+
+@pytest.mark.native
+@pytest.mark.pinned
+def test_the_installed_binding_is_built_in_the_profile_the_readme_names() -> None:
+    """The extension reports pyproject's profile, unoptimized, without assertions."""
+    installed = _install_profile()
+    readme = " ".join((REPO / "README.md").read_text("utf-8").split())
+
+    assert installed == adapter.BUILD_PROFILE
+    assert "0" == adapter.OPT_LEVEL
+    assert False is adapter.DEBUG_ASSERTIONS
+    assert f"builds the binding in impl/Cargo.toml's `{installed}` profile" in readme
 
 
 class _Item:
