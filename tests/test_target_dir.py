@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import fcntl
 import os
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 from types import SimpleNamespace
@@ -19,7 +21,7 @@ import pytest
 from command_support import REPO, run_module
 
 from ci import build_local, order
-from ci.mutants.plan import BINDING_PROFILES
+from ci.mutants.plan import BINDING_PROFILES, pinned_toolchain
 from ci.replay.rust import cargo
 from ci.target_dir import TARGET_ENV, WORK_ENV, binding_lock, shared_target_dir
 from impl import adapter
@@ -74,9 +76,42 @@ def test_ci_run_points_cargo_at_the_shared_folder_before_it_installs() -> None:
     lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assignment = lines.index('CARGO_TARGET_DIR="$(python3 -m ci.target_dir)" || exit 1')
     exported = lines.index("export CARGO_TARGET_DIR")
-    (install,) = [i for i, line in enumerate(lines) if "pip install" in line]
+    installs = [i for i, line in enumerate(lines) if "pip install" in line]
 
-    assert assignment < exported < install
+    assert 2 == len(installs)
+    assert assignment < exported < installs[0]
+
+
+def test_ci_run_installs_the_build_requirements_then_builds_in_place() -> None:
+    """The [build-system] requirements first, then the install without isolation."""
+    lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    requirements, editable = [line for line in lines if "pip install" in line]
+
+    assert '["build-system"]["requires"]' in "\n".join(lines)
+    assert requirements.endswith("$build_requires || exit 1")
+    assert "--no-build-isolation" in editable.split()
+    assert '".[lint]"' in editable.split()
+
+
+def test_ci_run_installs_with_the_pinned_toolchain() -> None:
+    """`.ci/run` exports impl/rust-toolchain.toml's channel before the install."""
+    lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    (assignment,) = [i for i, line in enumerate(lines) if "RUSTUP_TOOLCHAIN=" in line]
+    exported = lines.index("export RUSTUP_TOOLCHAIN")
+    installs = [i for i, line in enumerate(lines) if "pip install" in line]
+    script = lines[assignment].split("python3 -c '")[1].split("')\"")[0]
+
+    completed = subprocess.run(  # noqa: S603 - this interpreter, .ci/run's snippet
+        [sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=COMMAND_TIMEOUT_S,
+    )
+
+    assert assignment < exported < installs[0]
+    assert f"{pinned_toolchain()}\n" == completed.stdout, completed.stderr
 
 
 def test_a_binding_build_holds_its_profile_lock_and_not_the_others(
