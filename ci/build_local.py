@@ -50,15 +50,17 @@ from pathlib import Path
 
 from ci.cli import OneLineParser, UsageError, output_folder
 from ci.target_dir import (
+    BINDING_PACKAGE,
+    INSTALL_PROFILE,
     binding_lock,
     default_work_dir,
+    forget_binding,
     shared_target_dir,
 )
 from properties.citations import CRATE_NAME, downloaded_crate
 
 REPO = Path(__file__).resolve().parent.parent
 IMPL = REPO / "impl"
-BINDING_PACKAGE = "dynamo-verify-native"
 SOURCE_ENV = "DYNAMO_KV_ROUTER_PATH"
 EXTENSION_NAME = "_native.abi3.so"
 # Files of impl/ that make up the Rust crate; the Python files stay in the tree.
@@ -82,7 +84,7 @@ TREE_IGNORED_NAMES = frozenset(
 )
 TREE_IGNORED_PATHS = frozenset({"ci/artifacts"})
 BUILD_TIMEOUT_S_DEFAULT = 1_800
-PROFILES = ("mutants", "release")
+PROFILES = (INSTALL_PROFILE, "release")
 """Cargo profiles of impl/Cargo.toml a build may use. The first, the default, is
 every build's on a machine (the install's, pyproject.toml's `[tool.maturin]
 profile`, the sweep's, the smoke's and the Rust export's), so the dependencies
@@ -354,6 +356,8 @@ def build_extension(
     ]
     started = time.monotonic()
     with binding_lock(build.target_dir, build.profile):
+        # The binding is one unit to cargo whichever tree it binds: start afresh.
+        forget_binding(build.target_dir, build.profile)
         completed = _maturin(command, build.binding_dir, timeout_s)
         if completed.returncode != 0 and is_link_failure(
             completed.stdout + completed.stderr

@@ -23,7 +23,14 @@ from command_support import REPO, run_module
 from ci import build_local, order
 from ci.mutants.plan import BINDING_PROFILES, pinned_toolchain
 from ci.replay.rust import cargo
-from ci.target_dir import TARGET_ENV, WORK_ENV, binding_lock, shared_target_dir
+from ci.target_dir import (
+    INSTALL_PROFILE,
+    TARGET_ENV,
+    WORK_ENV,
+    binding_lock,
+    forget_binding,
+    shared_target_dir,
+)
 from impl import adapter
 
 COMMAND_TIMEOUT_S = 60
@@ -74,7 +81,9 @@ def test_the_command_prints_the_folder_and_refuses_arguments_in_one_line(
 def test_ci_run_points_cargo_at_the_shared_folder_before_it_installs() -> None:
     """`.ci/run` exports the folder the module prints, then runs the install."""
     lines = (REPO / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    assignment = lines.index('CARGO_TARGET_DIR="$(python3 -m ci.target_dir)" || exit 1')
+    assignment = lines.index(
+        'CARGO_TARGET_DIR="$(python3 -m ci.target_dir --forget-binding)" || exit 1'
+    )
     exported = lines.index("export CARGO_TARGET_DIR")
     installs = [i for i, line in enumerate(lines) if "pip install" in line]
 
@@ -112,6 +121,64 @@ def test_ci_run_installs_with_the_pinned_toolchain() -> None:
 
     assert assignment < exported < installs[0]
     assert f"{pinned_toolchain()}\n" == completed.stdout, completed.stderr
+
+
+def _target_with_a_built_binding(target: Path) -> dict[str, Path]:
+    """A profile folder as cargo leaves it: the binding's state beside a crate's."""
+    folder = target / INSTALL_PROFILE
+    paths = {
+        "binding fingerprint": folder / ".fingerprint" / "dynamo-verify-native-1a",
+        "binding build script": folder / "build" / "dynamo-verify-native-2b",
+        "binding library": folder / "deps" / "lib_native.so",
+        "uplifted library": folder / "lib_native.so",
+        "crate fingerprint": folder / ".fingerprint" / "dynamo-kv-router-3c",
+        "crate build script": folder / "build" / "zmq-sys-4d",
+        "crate library": folder / "deps" / "libdynamo_kv_router-3c.rlib",
+        "incremental cache": folder / "incremental" / "_native-5e",
+    }
+    for name, path in paths.items():
+        if "library" in name:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"")
+        else:
+            (path / "output").parent.mkdir(parents=True, exist_ok=True)
+            (path / "output").write_text("cargo:rustc-env=X=1\n", encoding="utf-8")
+    return paths
+
+
+def test_forgetting_the_binding_drops_its_state_and_keeps_everything_else(
+    tmp_path: Path,
+) -> None:
+    """Fingerprints, build script and unhashed library go; crates and caches stay."""
+    paths = _target_with_a_built_binding(tmp_path)
+
+    forget_binding(tmp_path, INSTALL_PROFILE)
+
+    gone = sorted(name for name, path in paths.items() if not path.exists())
+    assert [
+        "binding build script",
+        "binding fingerprint",
+        "binding library",
+        "uplifted library",
+    ] == gone
+
+
+def test_the_command_forgets_the_installs_binding_when_asked(tmp_path: Path) -> None:
+    """`--forget-binding` drops the state in the install's profile, then prints."""
+    paths = _target_with_a_built_binding(tmp_path / "chosen")
+    env = os.environ | {TARGET_ENV: str(tmp_path / "chosen")}
+
+    kept = run_module("ci.target_dir", env=env, timeout_s=COMMAND_TIMEOUT_S)
+    kept_library = paths["binding library"].exists()
+    forgot = run_module(
+        "ci.target_dir", "--forget-binding", env=env, timeout_s=COMMAND_TIMEOUT_S
+    )
+
+    assert True is kept_library, kept.stderr
+    assert 0 == forgot.returncode, forgot.stderr
+    assert f"{tmp_path / 'chosen'}\n" == forgot.stdout
+    assert False is paths["binding library"].exists()
+    assert True is paths["crate library"].exists()
 
 
 def test_a_binding_build_holds_its_profile_lock_and_not_the_others(
@@ -155,6 +222,7 @@ def test_every_build_of_the_crate_defaults_to_the_installs_profile(
     )
 
     assert "mutants" == installed
+    assert installed == INSTALL_PROFILE
     assert installed == build_local.PROFILES[0]
     assert installed == local.profile
     assert installed == BINDING_PROFILES[0]
