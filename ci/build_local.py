@@ -52,6 +52,7 @@ from ci.cli import OneLineParser, UsageError, output_folder
 from ci.target_dir import (
     BINDING_PACKAGE,
     INSTALL_PROFILE,
+    TARGET_ENV,
     binding_lock,
     default_work_dir,
     forget_binding,
@@ -507,8 +508,20 @@ def describe_extension(tree: Path | None = None) -> dict[str, str]:
 
 
 def reinstall_pinned() -> None:
-    """Rebuild the editable install against crates.io (`pip install -e .`)."""
-    _run([sys.executable, "-m", "pip", "install", "--quiet", "-e", str(REPO)], REPO)
+    """Rebuild the editable install against crates.io (`pip install -e .`).
+
+    With `$CARGO_TARGET_DIR` set, the install builds where the local trees'
+    bindings did: it starts from its own cargo state (`forget_binding`).
+    """
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "-e", str(REPO)]
+    configured = os.environ.get(TARGET_ENV)
+    if not configured:
+        _run(command, REPO)  # into impl/target, where only the install builds
+        return
+    target_dir = Path(configured).expanduser().resolve()
+    with binding_lock(target_dir, INSTALL_PROFILE):
+        forget_binding(target_dir, INSTALL_PROFILE)
+        _run(command, REPO)
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:

@@ -181,6 +181,25 @@ def test_the_command_forgets_the_installs_binding_when_asked(tmp_path: Path) -> 
     assert True is paths["crate library"].exists()
 
 
+def test_going_back_to_the_pinned_crate_installs_from_a_forgotten_binding(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`ci.build_local --pinned` drops the binding's state, then runs pip."""
+    paths = _target_with_a_built_binding(tmp_path)
+    monkeypatch.setenv(TARGET_ENV, str(tmp_path))
+    seen: list[tuple[list[str], bool]] = []
+
+    def run(command: list[str], cwd: Path) -> None:
+        seen.append((command[-3:], paths["binding build script"].exists()))
+        assert REPO == cwd
+
+    monkeypatch.setattr(build_local, "_run", run)
+    build_local.reinstall_pinned()
+
+    assert [(["--quiet", "-e", str(REPO)], False)] == seen
+    assert True is paths["crate library"].exists()
+
+
 def test_a_binding_build_holds_its_profile_lock_and_not_the_others(
     tmp_path: Path,
 ) -> None:
