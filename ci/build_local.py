@@ -23,7 +23,7 @@ Commands::
     python -m ci.build_local --source PATH [--features manual-clock,...]
     DYNAMO_KV_ROUTER_PATH=PATH python -m ci.build_local
     python -m ci.build_local --source PATH --into /tmp/tree
-    python -m ci.build_local --source PATH --profile mutants   # no optimizer
+    python -m ci.build_local --source PATH --profile release   # optimized
     python -m ci.build_local --pinned    # back to crates.io: pip install -e .
 
 The work folder defaults to `~/.cache/dynamo-verify` (`DYNAMO_VERIFY_WORK`
@@ -50,15 +50,18 @@ from pathlib import Path
 
 from ci.cli import OneLineParser, UsageError, output_folder
 from ci.target_dir import (
+    BINDING_PACKAGE,
+    INSTALL_PROFILE,
+    TARGET_ENV,
     binding_lock,
     default_work_dir,
+    forget_binding,
     shared_target_dir,
 )
 from properties.citations import CRATE_NAME, downloaded_crate
 
 REPO = Path(__file__).resolve().parent.parent
 IMPL = REPO / "impl"
-BINDING_PACKAGE = "dynamo-verify-native"
 SOURCE_ENV = "DYNAMO_KV_ROUTER_PATH"
 EXTENSION_NAME = "_native.abi3.so"
 # Files of impl/ that make up the Rust crate; the Python files stay in the tree.
@@ -82,10 +85,12 @@ TREE_IGNORED_NAMES = frozenset(
 )
 TREE_IGNORED_PATHS = frozenset({"ci/artifacts"})
 BUILD_TIMEOUT_S_DEFAULT = 1_800
-PROFILES = ("release", "mutants")
-"""Cargo profiles of impl/Cargo.toml a build may use: `release` (the install's)
-and `mutants` (release semantics without the optimizer: the mutation sweep's,
-compiled in seconds; its dependencies are the Rust export's too)."""
+PROFILES = (INSTALL_PROFILE, "release")
+"""Cargo profiles of impl/Cargo.toml a build may use. The first, the default, is
+every build's on a machine (the install's, pyproject.toml's `[tool.maturin]
+profile`, the sweep's, the smoke's and the Rust export's), so the dependencies
+compile once: release semantics without the optimizer. `release` adds the
+optimizer and a dependency set of its own: opt-in, for a figure that needs it."""
 QUERY_TIMEOUT_S = 120
 
 
@@ -163,7 +168,7 @@ class LocalBuild:
     target_dir: Path  # CARGO_TARGET_DIR: the shared one (ci.target_dir)
     features: tuple[str, ...] = ()  # binding features, e.g. "manual-clock"
     impl_dir: Path = IMPL  # the binding's sources: impl/, or a snapshot's copy
-    profile: str = "release"  # a cargo profile of impl/Cargo.toml ("mutants")
+    profile: str = PROFILES[0]  # a cargo profile of impl/Cargo.toml
 
     @property
     def wheel_dir(self) -> Path:
@@ -293,22 +298,22 @@ def detect_features(source: Path) -> tuple[str, ...]:
     )
 
 
-def seed_target_dir(target_dir: Path) -> bool:
-    """Give a target dir without a release build impl/target/release, keeping mtimes.
+def seed_target_dir(target_dir: Path, profile: str) -> bool:
+    """Give a target dir without a `profile` build impl/target/<profile> (mtimes kept).
 
     For a checkout installed without the shared folder (a plain `pip install
     -e .` builds into impl/target): cargo then reuses every registry dependency
-    the pinned build compiled and recompiles only pyo3's build-config chain, the
-    local crate and the binding (about 2.5 minutes instead of 4.5 on two cores).
-    Nothing to do when the install built into `target_dir` itself.
+    the install compiled and recompiles only pyo3's build-config chain, the
+    local crate and the binding. Nothing to do when the install built into
+    `target_dir` itself, or when impl/target holds no build in `profile`.
     """
-    release = IMPL / "target" / "release"
-    seeded = target_dir / "release"
-    if seeded.exists() or not release.is_dir():
+    built = IMPL / "target" / profile
+    seeded = target_dir / profile
+    if seeded.exists() or not built.is_dir():
         return False
-    partial = target_dir / "release.partial"
+    partial = target_dir / f"{profile}.partial"
     shutil.rmtree(partial, ignore_errors=True)
-    shutil.copytree(release, partial, symlinks=True)
+    shutil.copytree(built, partial, symlinks=True)
     partial.rename(seeded)
     return True
 
@@ -352,6 +357,8 @@ def build_extension(
     ]
     started = time.monotonic()
     with binding_lock(build.target_dir, build.profile):
+        # The binding is one unit to cargo whichever tree it binds: start afresh.
+        forget_binding(build.target_dir, build.profile)
         completed = _maturin(command, build.binding_dir, timeout_s)
         if completed.returncode != 0 and is_link_failure(
             completed.stdout + completed.stderr
@@ -479,11 +486,11 @@ def tree_environment(tree: Path) -> dict[str, str]:
 
 
 def describe_extension(tree: Path | None = None) -> dict[str, str]:
-    """CRATE_SOURCE, CRATE_VERSION and the module path, read in a fresh interpreter."""
+    """Crate source and version, build profile and module path, read afresh."""
     script = (
         "import json, impl.adapter as a, impl._native as n;"
         "print(json.dumps({'source': a.CRATE_SOURCE, 'version': a.CRATE_VERSION,"
-        " 'module': n.__file__}))"
+        " 'profile': a.BUILD_PROFILE, 'module': n.__file__}))"
     )
     completed = subprocess.run(  # noqa: S603 - our own interpreter
         [sys.executable, "-c", script],
@@ -501,8 +508,20 @@ def describe_extension(tree: Path | None = None) -> dict[str, str]:
 
 
 def reinstall_pinned() -> None:
-    """Rebuild the editable install against crates.io (`pip install -e .`)."""
-    _run([sys.executable, "-m", "pip", "install", "--quiet", "-e", str(REPO)], REPO)
+    """Rebuild the editable install against crates.io (`pip install -e .`).
+
+    With `$CARGO_TARGET_DIR` set, the install builds where the local trees'
+    bindings did: it starts from its own cargo state (`forget_binding`).
+    """
+    command = [sys.executable, "-m", "pip", "install", "--quiet", "-e", str(REPO)]
+    configured = os.environ.get(TARGET_ENV)
+    if not configured:
+        _run(command, REPO)  # into impl/target, where only the install builds
+        return
+    target_dir = Path(configured).expanduser().resolve()
+    with binding_lock(target_dir, INSTALL_PROFILE):
+        forget_binding(target_dir, INSTALL_PROFILE)
+        _run(command, REPO)
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -532,7 +551,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--profile",
         choices=PROFILES,
         default=None,
-        help="cargo profile of impl/Cargo.toml (default release)",
+        help=f"cargo profile of impl/Cargo.toml (default {PROFILES[0]}, the "
+        "install's; release adds the optimizer)",
     )
     parser.add_argument(
         "--pinned",
@@ -594,8 +614,8 @@ def _main(argv: list[str] | None) -> int:
         features=features,
         profile=args.profile or PROFILES[0],
     )
-    if build.profile == "release" and seed_target_dir(build.target_dir):
-        print(f"seeded {build.target_dir} from impl/target/release")
+    if seed_target_dir(build.target_dir, build.profile):
+        print(f"seeded {build.target_dir} from impl/target/{build.profile}")
     result = build_extension(build)
     if not result.ok:
         print(result.output, file=sys.stderr)

@@ -557,7 +557,7 @@ def build_source_tree(source_arg: Path, console: Console) -> Path:
         target_dir=shared_target_dir(),
         features=features,
     )
-    build_local.seed_target_dir(build.target_dir)
+    build_local.seed_target_dir(build.target_dir, build.profile)
     shown = ", ".join(features) or "none"
     console.print(f"building the binding against {source} (features: {shown})")
     try:

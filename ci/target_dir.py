@@ -5,10 +5,11 @@ dependencies (tokio, axum, zeromq's C++ sources, ...): the binding that
 `pip install -e .` builds, the binding against a local tree (`ci.build_local`,
 `ci.gate --source`), the mutation sweep's and the smoke mutant's bindings, and
 the Rust export's scratch projects (`ci/replay/rust/cargo.py`). They all use
-one `CARGO_TARGET_DIR`, so each dependency compiles once per machine and
-profile, and a second clone compiles only the binding's own sources (a path
-package: its artifacts are named after the clone's path) and, for another
-interpreter, pyo3's build configuration:
+one `CARGO_TARGET_DIR` and one cargo profile (impl/Cargo.toml's `mutants`:
+`ci.build_local.PROFILES[0]`), so each dependency compiles once per machine,
+and a second clone compiles only the binding's own sources (a path package:
+its artifacts are named after the clone's path) and, for another interpreter,
+pyo3's build configuration:
 
 * `$CARGO_TARGET_DIR` when it is set (`.ci/run` sets it to the folder below, so
   the install's build lands there too);
@@ -26,7 +27,14 @@ Why sharing is safe:
 * the only files without a hash are the final libraries cargo copies to
   `<target>/<profile>/`: two bindings built in one profile write the same
   `lib_native.so`. `binding_lock` keeps a build and the copy of its library
-  together (`ci/build_local.py`).
+  together (`ci/build_local.py`);
+* every binding (the install's impl/, each staged copy) is one unit to cargo,
+  which names a path package relative to its workspace: they share one build
+  script run, whose `DYNAMO_KV_ROUTER_SOURCE` and `_VERSION` would belong to
+  whichever binding ran it last (a local tree's build then reports
+  `registry`). `forget_binding` drops that state before each build, so every
+  binding compiles its own (seconds without the optimizer); `.ci/run` calls it
+  before the install (`python -m ci.target_dir --forget-binding`).
 
 `python -m ci.target_dir` prints the folder (for `.ci/run`, before anything
 is installed: this module needs only the standard library).
@@ -36,6 +44,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -48,6 +57,11 @@ WORK_ENV: Final[str] = "DYNAMO_VERIFY_WORK"
 TARGET_ENV: Final[str] = "CARGO_TARGET_DIR"
 TARGET_FOLDER: Final[str] = "target"
 PROG: Final[str] = "ci.target_dir"
+INSTALL_PROFILE: Final[str] = "mutants"
+"""impl/Cargo.toml's profile of every build of the crate: pyproject.toml's
+`[tool.maturin] profile`, and the default of the other builds."""
+BINDING_PACKAGE: Final[str] = "dynamo-verify-native"
+BINDING_LIBRARY: Final[str] = "lib_native.so"
 
 
 def default_work_dir() -> Path:
@@ -82,18 +96,43 @@ def binding_lock(target_dir: Path, profile: str) -> Iterator[None]:
         yield
 
 
+def forget_binding(target_dir: Path, profile: str) -> None:
+    """Drop the binding's cargo state in `profile`: the next build is its own.
+
+    Removes its fingerprints, its build script's build and output, and the
+    unhashed library; the dependencies, the crate and rustc's incremental
+    cache stay. Call it holding `binding_lock(target_dir, profile)`.
+    """
+    folder = target_dir / profile
+    for kind in (".fingerprint", "build"):
+        for state in sorted((folder / kind).glob(f"{BINDING_PACKAGE}-*")):
+            shutil.rmtree(state)
+    for library in (folder / "deps" / BINDING_LIBRARY, folder / BINDING_LIBRARY):
+        library.unlink(missing_ok=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Print the shared target folder; returns the exit code."""
     parser = OneLineParser(
         prog=f"python -m {PROG}",
         description="Print the cargo target folder every build of the crate uses.",
     )
+    parser.add_argument(
+        "--forget-binding",
+        action="store_true",
+        help=f"first drop the binding's cargo state in the {INSTALL_PROFILE} "
+        "profile, so the next install builds its own (.ci/run, before it)",
+    )
     try:
-        parser.parse_args(argv)
+        args = parser.parse_args(argv)
     except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
-    print(shared_target_dir())
+    target_dir = shared_target_dir()
+    if args.forget_binding:
+        with binding_lock(target_dir, INSTALL_PROFILE):
+            forget_binding(target_dir, INSTALL_PROFILE)
+    print(target_dir)
     return 0
 
 

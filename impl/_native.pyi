@@ -6,6 +6,9 @@ from typing import Final, TypeAlias
 
 CRATE_VERSION: Final[str]
 CRATE_SOURCE: Final[str]
+BUILD_PROFILE: Final[str]
+OPT_LEVEL: Final[str]
+DEBUG_ASSERTIONS: Final[bool]
 HAS_MANUAL_CLOCK: Final[bool]
 CLOCK_NS_MAX: Final[int]
 

@@ -98,7 +98,9 @@ def sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Config, Reco
     monkeypatch.setattr(sweep_module, "prepare_crate_tree", lambda root, _src: root)
     monkeypatch.setattr(sweep_module, "mutant_set", lambda _crate: _synthetic_set())
     monkeypatch.setattr(sweep_module, "detect_features", lambda _crate: ())
-    monkeypatch.setattr(sweep_module, "seed_target_dir", lambda _target: False)
+    monkeypatch.setattr(
+        sweep_module, "seed_target_dir", lambda _target, _profile: False
+    )
     monkeypatch.setattr(sweep_module, "copy_python_tree", lambda _tree: None)
     monkeypatch.setattr(sweep_module, "restore_file", lambda *_args: None)
     monkeypatch.setattr(sweep_module, "_warm_up", recorder.warm_up)

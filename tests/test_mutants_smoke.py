@@ -82,8 +82,8 @@ def test_the_binding_builds_against_a_local_copy_of_the_pinned_crate(
         cwd=tree,
     )
 
-    assert {"source": "path", "version": "1.6.1"} == {
-        key: extension[key] for key in ("source", "version")
+    assert {"source": "path", "version": "1.6.1", "profile": "mutants"} == {
+        key: extension[key] for key in ("source", "version", "profile")
     }
     assert str(tree) in extension["module"]
     assert 0 == machine.returncode, machine.stdout[-3000:]

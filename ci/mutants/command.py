@@ -214,7 +214,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         choices=BINDING_PROFILES,
         default=BINDING_PROFILES[0],
         help="cargo profile of the mutant builds: mutants (release semantics, "
-        "no optimizer: seconds per rebuild) or release (as installed)",
+        "no optimizer: seconds per rebuild; as installed) or release (optimized)",
     )
     parser.add_argument(
         "--restore-pinned",

@@ -102,7 +102,8 @@ PYTEST_TIMEOUT_S_MIN = 60
 # profile beside our suite; 74 s at most with release builds) and its filtered
 # tests (1-3 s unmutated). A mutant that makes them loop stops here.
 CRATE_TIMEOUT_S_DEFAULT = 90
-# impl/Cargo.toml profiles a mutant build may use; the first is the default.
+# impl/Cargo.toml profiles a mutant build may use; the first, the default, is the
+# install's (ci.build_local.PROFILES), so the sweep reuses its dependencies.
 BINDING_PROFILES = ("mutants", "release")
 BASELINE_TIMEOUT_S = 1_800
 BASELINE_RERUNS_MAX = 3  # deselection rounds before the baseline is declared broken

@@ -505,8 +505,10 @@ def _set_up(runs: Sequence[Run], started: list[Run]) -> None:
     _begin(first)
     started.append(first)
     console.print(f"[bold]setup[/bold]: work folder {config.work_dir / 'mutants'}")
-    if first.build.profile == "release" and seed_target_dir(first.build.target_dir):
-        console.print("seeded the binding's target dir from impl/target/release")
+    if seed_target_dir(first.build.target_dir, first.build.profile):
+        console.print(
+            f"seeded the binding's target dir from impl/target/{first.build.profile}"
+        )
     copy_python_tree(first.pytree)
     _warm_up(first)
     assert first.mutant_set is not None

@@ -31,10 +31,13 @@ from impl.adapter.concurrent import (
     run_concurrent,
 )
 from impl.adapter.lib import (
+    BUILD_PROFILE,
     CLOCK_NS_MAX,
     CRATE_SOURCE,
     CRATE_VERSION,
+    DEBUG_ASSERTIONS,
     HAS_MANUAL_CLOCK,
+    OPT_LEVEL,
     SEQUENCE_MODEL_MAX,
     SEQUENCE_OFFSET,
 )
@@ -42,6 +45,7 @@ from impl.adapter.queue import HAS_QUEUE_RECHECK, NativePolicyQueue, token_snaps
 from impl.adapter.scheduler import NativeScheduler
 
 __all__ = [
+    "BUILD_PROFILE",
     "CLOCK_NS_MAX",
     "CONCURRENT_CANARIES",
     "CONCURRENT_OPS_MAX",
@@ -49,8 +53,10 @@ __all__ = [
     "CONCURRENT_WRITER_ID",
     "CRATE_SOURCE",
     "CRATE_VERSION",
+    "DEBUG_ASSERTIONS",
     "HAS_MANUAL_CLOCK",
     "HAS_QUEUE_RECHECK",
+    "OPT_LEVEL",
     "SEQUENCE_MODEL_MAX",
     "SEQUENCE_OFFSET",
     "NativeAffinity",

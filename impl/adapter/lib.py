@@ -25,6 +25,13 @@ from model.errors import (
 
 CRATE_VERSION: Final[str] = _native.CRATE_VERSION
 CRATE_SOURCE: Final[str] = _native.CRATE_SOURCE
+BUILD_PROFILE: Final[str] = _native.BUILD_PROFILE
+"""The cargo profile of impl/Cargo.toml the extension was built in."""
+OPT_LEVEL: Final[str] = _native.OPT_LEVEL
+"""That profile's optimization level for the binding, as cargo gave it."""
+DEBUG_ASSERTIONS: Final[bool] = _native.DEBUG_ASSERTIONS
+"""Whether the binding was compiled with debug assertions (never, in a profile
+of impl/Cargo.toml)."""
 HAS_MANUAL_CLOCK: Final[bool] = _native.HAS_MANUAL_CLOCK
 CLOCK_NS_MAX: Final[int] = _native.CLOCK_NS_MAX
 SEQUENCE_OFFSET: Final[int] = 2**62

@@ -54,6 +54,13 @@ const CRATE_VERSION: &str = env!("DYNAMO_KV_ROUTER_VERSION");
 /// Source of the crate: "registry" for crates.io, "path" for a local tree.
 const CRATE_SOURCE: &str = env!("DYNAMO_KV_ROUTER_SOURCE");
 
+/// The cargo profile of impl/Cargo.toml this extension was built in (read
+/// from the build folder's name by the build script).
+const BUILD_PROFILE: &str = env!("BINDING_PROFILE");
+
+/// The profile's optimization level as cargo gave it ("0", "3", ...).
+const OPT_LEVEL: &str = env!("BINDING_OPT_LEVEL");
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -67,6 +74,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("QueueUsageError", py.get_type::<QueueUsageError>())?;
     m.add("CRATE_VERSION", CRATE_VERSION)?;
     m.add("CRATE_SOURCE", CRATE_SOURCE)?;
+    m.add("BUILD_PROFILE", BUILD_PROFILE)?;
+    m.add("OPT_LEVEL", OPT_LEVEL)?;
+    m.add("DEBUG_ASSERTIONS", cfg!(debug_assertions))?;
     m.add("HAS_MANUAL_CLOCK", cfg!(feature = "manual-clock"))?;
     affinity::register(m)?;
     queue::register(m)?;

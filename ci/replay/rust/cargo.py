@@ -14,8 +14,8 @@ resolve to the versions the binding was built with.
 
 It builds in the machine's one target folder (`ci/target_dir.py`) with the
 binding's `mutants` profile, copied from impl/Cargo.toml: the same resolved
-features and the same profile as the sweep's and the smoke's binding builds,
-so the crate's dependencies are compiled once for all of them (release
+features and the same profile as the install's, the sweep's and the smoke's
+binding builds, so the crate's dependencies are compiled once for all of them (release
 semantics without the optimizer: the crate runs as it does in the binding,
 without debug assertions, and compiles in seconds). Files are rewritten only
 when their content changes: a warm run compiles only the test binary.
