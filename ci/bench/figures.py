@@ -121,9 +121,16 @@ def parallel_machine_figures(
     )
 
 
+def binding_build() -> str:
+    """Which build of the binding the crate's rows measured (its cargo profile)."""
+    from impl.adapter import BUILD_PROFILE, OPT_LEVEL  # noqa: PLC0415 - the binding
+
+    return f"binding: {BUILD_PROFILE} profile, opt-level {OPT_LEVEL}"
+
+
 def print_table(title: str, rows: Iterable[Figures]) -> None:
-    """Print the figures as one table."""
-    table = Table(title=title)
+    """Print the figures as one table, titled with the binding's build."""
+    table = Table(title=f"{title}; {binding_build()}")
     for column in COLUMNS:
         table.add_column(column, justify="left" if column == "workload" else "right")
     for figures in rows:
