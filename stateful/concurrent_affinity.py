@@ -26,6 +26,14 @@ actions of the advance: `reap` (the entries go, their slots stay counted)
 and `count` (the slots are freed). While slots stay counted, the model
 accepts a call as if its capacity were that many entries smaller.
 
+An abort and an invalidation remove their entry the same way: the entry
+goes (`entries.remove_if_mut` / `remove_if`), then the count is lowered
+(`Drop for AffinityInitialization`, affinity.rs:803-821;
+`AffinityLease::invalidate`, :933-957), so an acquisition in between is
+refused at capacity though the entry is gone (finding F6). Under
+`count_after` such a call is two actions too: `call` (the entry goes, its
+slot stays counted) and `count`.
+
 Replica updates: the crate observes an update's sequence and reads the clock
 before it takes the session's entry (`Inner::apply_replica_update`,
 affinity.rs:649-653), so a local commit or join between the two takes a
@@ -106,9 +114,12 @@ ReplicaApply = Literal["atomic", "observe_first"]
 CRATE_REPLICA_APPLY: Final[ReplicaApply] = "observe_first"
 """What the pinned crate does (see the module docstring)."""
 ReaperCount = Literal["atomic", "count_after"]
-"""A collection frees its slots as it removes the entries, or in a second step."""
+"""A removal (the reaper's pass, an abort, an invalidation) frees its slots as it
+removes the entries, or in a second step."""
 CRATE_REAPER_COUNT: Final[ReaperCount] = "count_after"
-"""What the pinned crate's reaper does (see the module docstring)."""
+"""What the pinned crate's reaper, aborts and invalidations do (the docstring)."""
+COUNTED_AFTER: Final[tuple[type, ...]] = (Abort, Invalidate)
+"""Calls that remove an entry first and lower the count after (finding F6)."""
 
 
 PART_STEP: Final[dict[Part, int]] = {
@@ -172,6 +183,8 @@ def actions_of(
         if isinstance(call, ApplyReplica) and replica_apply == "observe_first":
             actions.append(Action(event, "observe"))
         actions.append(Action(event, "call"))
+        if isinstance(call, COUNTED_AFTER) and reaper_count == "count_after":
+            actions.append(Action(event, "count"))
     return tuple(actions)
 
 
@@ -183,6 +196,9 @@ class SpecState:
     handles: tuple[tuple[int, int], ...]
     moved_from: int | None = None  # between an advance's two actions
     uncounted: int = 0  # entries a pass removed whose slots stay counted
+    removed_uncounted: tuple[tuple[int, int], ...] = ()
+    """Aborts and invalidations, by (thread, index), that removed their entry
+    and have not lowered the count yet."""
     clocks_seen: tuple[tuple[tuple[int, int], int], ...] = ()
     """The clock each observed, not yet applied replica update read, by (thread,
     index): the crate reads it with the sequence, before it takes the entry."""
@@ -291,15 +307,15 @@ class AffinitySpec:
 
     def _step(self, state: SpecState, action: Action) -> SpecState | None:
         """The state after `action`, if the model gives the result seen."""
-        if action.part in {"clock", "reap", "count"}:
-            return self._advance(state, action)
-        table = state.table
         call = action.event.call
-        if state.uncounted:  # the slots of removed entries still count
-            smaller = max(0, self.config.max_entries - state.uncounted)
-            table = replace(table, config=replace(self.config, max_entries=smaller))
-        model = ModelAffinity.from_state(table)
         key = (action.event.thread, action.event.index)
+        if isinstance(call, Advance):
+            return self._advance(state, action)
+        if action.part == "count":  # an abort's or invalidation's second step
+            left = tuple(k for k in state.removed_uncounted if k != key)
+            return replace(state, removed_uncounted=left)
+        table = self._counted(state)
+        model = ModelAffinity.from_state(table)
         if action.part == "observe":
             assert isinstance(call, ApplyReplica)
             if len(call.session_id.encode()) <= self.config.max_session_id_bytes:
@@ -320,6 +336,8 @@ class AffinitySpec:
             table=replace(self._restored(model), now_ns=table.now_ns),
             clocks_seen=tuple(seen for seen in state.clocks_seen if seen[0] != key),
         )
+        if self._counts_later(call, table, after.table):
+            after = replace(after, removed_uncounted=(*state.removed_uncounted, key))
         if action.event.pending:  # any result: the caller never saw one
             return after
         added = _new_handles(call, action.event.outcome, modelled)
@@ -327,6 +345,24 @@ class AffinitySpec:
             return None
         handles.update(added)
         return replace(after, handles=tuple(sorted(handles.items())))
+
+    def _counted(self, state: SpecState) -> AffinityState:
+        """The table as a call sees it: removed entries' slots still count."""
+        counted = state.uncounted + len(state.removed_uncounted)
+        if not counted:
+            return state.table
+        smaller = max(0, self.config.max_entries - counted)
+        return replace(state.table, config=replace(self.config, max_entries=smaller))
+
+    def _counts_later(
+        self, call: object, before: AffinityState, after: AffinityState
+    ) -> bool:
+        """An abort or invalidation removed its entry; its count comes after."""
+        return (
+            self.counts_after
+            and isinstance(call, COUNTED_AFTER)
+            and len(after.entries) < len(before.entries)
+        )
 
     def _restored(self, model: ModelAffinity) -> AffinityState:
         """The model's state under the table's own configuration."""

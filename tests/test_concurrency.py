@@ -14,6 +14,7 @@ from ci.replay import history as history_files
 from ci.replay.artifacts import write_history_artifact
 from model.affinity.history import Census, Event, History, ThreadOp
 from model.affinity.ops import (
+    Abort,
     Acquire,
     Advance,
     ApplyReplica,
@@ -135,6 +136,30 @@ def test_an_advance_is_a_clock_move_then_a_reaper_pass() -> None:
     past_a_tick = history_of(call(0, 0, 1, Advance(1_500_000_000)))
     with pytest.raises(OutOfDomainError, match="past a reaper tick"):
         verdict(past_a_tick)
+
+
+def test_an_abort_frees_its_slot_after_its_entry_goes_as_the_crate_does() -> None:
+    """F6: an acquisition between an abort's removal and its count is refused."""
+    full = replace(CONFIG, max_entries=1)
+    refused = Outcome(
+        error="ResourceExhausted", message="session affinity entry limit reached"
+    )
+    run = History(
+        full,
+        2,
+        (
+            call(1, 0, 1, Acquire("s1"), Initialize(1)),
+            call(1, 2, 5, Abort(1)),
+            Event(0, 3, 3, 4, Acquire("s1"), refused),
+        ),
+        None,
+    )
+    parts = [action.part for action in actions_of(run)]
+    assert parts == ["call", "call", "count", "call"]
+    assert not verdict(run, reaper_count="atomic").linearizable
+    found = verdict(run, reaper_count=CRATE_REAPER_COUNT)
+    assert found.linearizable
+    assert [action.part for action in found.order] == ["call", "call", "call", "count"]
 
 
 def test_a_replica_update_is_read_atomically_or_as_the_crate_does() -> None:
@@ -632,6 +657,7 @@ HISTORIES = sorted(
 def test_the_corpus_keeps_the_crates_races() -> None:
     """The histories the check found in the crate are kept."""
     assert [path.stem for path in HISTORIES] == [
+        "abort_refuses_a_removed_session_at_capacity",
         "reaper_refuses_a_removed_session_at_capacity",
         "replica_update_applies_at_a_stale_clock",
         "replica_update_races_a_commit",
