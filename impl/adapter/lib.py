@@ -48,12 +48,12 @@ _ERRORS: Final[tuple[tuple[type[BaseException], Callable[[str], Exception]], ...
 )
 
 
-class _Translation:
-    """Re-raise the binding's exceptions as `model.errors` classes.
+class Translation:
+    """A context manager that re-raises a binding exception as a `model.errors` one.
 
     A plain context manager rather than a `contextlib.contextmanager`
     generator: every read of the crate goes through one, and a generator
-    costs a frame and two calls per use.
+    costs a frame and two calls per use. Subclasses say how (`translate`).
     """
 
     __slots__ = ()
@@ -67,9 +67,22 @@ class _Translation:
         error: BaseException | None,
         traceback: TracebackType | None,
     ) -> None:
-        """Translate `error` (a binding exception or an overflow); others go on."""
-        if error is None:
-            return
+        """Translate `error`, if any (`translate` raises ours or lets it go on)."""
+        if error is not None:
+            self.translate(error)
+
+    def translate(self, error: BaseException) -> None:
+        """Raise the `model.errors` exception for `error`; return to let it go on."""
+        raise NotImplementedError
+
+
+class _Translation(Translation):
+    """The affinity table's exceptions, and an overflow, as `model.errors` ones."""
+
+    __slots__ = ()
+
+    def translate(self, error: BaseException) -> None:
+        """Translate a binding exception or an overflow; others go on."""
         if isinstance(error, _native.AffinityError):
             for native, ours in _ERRORS:
                 if isinstance(error, native):

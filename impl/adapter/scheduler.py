@@ -9,10 +9,10 @@ callers that can go away.
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import Final
 
 from impl import _native
+from impl.adapter.lib import Translation
 from model.errors import RustPanicError, SchedulerError
 from model.scheduler.api import SchedulerApi
 from model.scheduler.ops import Schedule
@@ -31,28 +31,17 @@ BUSY_THRESHOLD_FRAC: Final[float] = 1.0
 _NOT_FOUND_SUFFIX: Final[str] = " not found"
 
 
-class _SchedulerErrors:
-    """Re-raise the scheduler binding's exceptions as `model.errors` classes.
+class _SchedulerErrors(Translation):
+    """The scheduler binding's exceptions, and an overflow, as `model.errors` ones.
 
-    A plain context manager rather than a `contextlib.contextmanager`
-    generator: every read of the scheduler goes through one, and a step reads
-    the fate of every request the program scheduled.
+    Every read of the scheduler goes through one, and a step reads the fate of
+    every request the program scheduled (`Translation`: no generator).
     """
 
     __slots__ = ()
 
-    def __enter__(self) -> None:
-        """Nothing to set up."""
-
-    def __exit__(
-        self,
-        kind: type[BaseException] | None,
-        error: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        """Translate `error` (a binding exception or an overflow); others go on."""
-        if error is None:
-            return
+    def translate(self, error: BaseException) -> None:
+        """Translate a binding exception or an overflow; others go on."""
         if isinstance(error, _native.SchedulerError):
             message = str(error)
             found = NOT_FOUND if message.endswith(_NOT_FOUND_SUFFIX) else message
