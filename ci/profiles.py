@@ -38,8 +38,8 @@ PROFILE_NAMES = (
     "nightly-seeded",
 )
 RUNS_PER_PROGRAM = {"dev": 6, "ci": 12, "nightly": 40, "replay": 40, "fuzz": 40}
-"""Hypothesis steps per program: each is a run of 1 to 8 operations, about 5.5 on
-average (`stateful.machine.RUN_OPERATIONS_MAX`), so `ci` programs hold about 66
+"""Hypothesis steps per program: each is a run of 1 to 8 rules, about 5.5 on
+average (`stateful.machine.RUN_RULES_MAX`), so `ci` programs hold about 66
 operations and `nightly` ones about 220."""
 EXAMPLES = {"dev": 20, "ci": 400, "nightly": 2_000, "replay": 1, "fuzz": 200}
 

@@ -91,10 +91,6 @@ class MachineRule:
     arguments: tuple[tuple[str, st.SearchStrategy[Any] | _DrawSentinel], ...]
     guards: tuple[Callable[[Any], bool], ...] = ()
 
-    def enabled(self, machine: DifferentialMachine) -> bool:
-        """Every guard holds on `machine`."""
-        return all(guard(machine) for guard in self.guards)
-
 
 _RULE = "verify_rule"
 _GUARDS = "verify_guards"
@@ -218,6 +214,7 @@ class DifferentialMachine(RuleBasedStateMachine):
         super().__init__()
         self.harness: Any = None
         self._rules = machine_rules(type(self))
+        self._guards = tuple(dict.fromkeys(g for r in self._rules for g in r.guards))
         self._swarm: frozenset[str] | None = None
         self._run_strategy = _rules_run(self)
 
@@ -233,16 +230,9 @@ class DifferentialMachine(RuleBasedStateMachine):
             self._swarm = self._draw_swarm(draw)
         applied = 0
         while applied == 0 or (applied < RUN_RULES_MAX and draw(_CONTINUE) != 0):
-            held: dict[Callable[[Any], bool], bool] = {}  # each guard once
+            held = {guard: guard(self) for guard in self._guards}  # each once
             enabled = [
-                rule
-                for rule in self._rules
-                if all(
-                    held[guard]
-                    if guard in held
-                    else held.setdefault(guard, guard(self))
-                    for guard in rule.guards
-                )
+                rule for rule in self._rules if all(held[g] for g in rule.guards)
             ]
             if not enabled:
                 raise AssertionError(f"no rule of {type(self).__name__} is enabled")

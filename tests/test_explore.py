@@ -20,7 +20,6 @@ from ci.explore.coverage import (
     RULE_OP_TYPES,
     MachineRun,
     MachineStep,
-    machine_rules,
     measure,
     run_restricted_machine,
 )
@@ -47,6 +46,8 @@ from model.affinity.table import CLOCK_NS_MAX, Binding, ModelAffinity
 from model.affinity.types import SECOND_NS, Target
 from properties import Step, get, properties
 from stateful import stats
+from stateful.affinity_machine import AffinityMachine
+from stateful.machine import rules_of
 
 NIGHTLY_BOUNDS = tuple(b.name for b in BOUNDS if b.name not in CI_BOUNDS)
 SHORTEST = {"leaky_release_model": 3, "off_by_one_expiry_model": 4}
@@ -404,7 +405,7 @@ def test_the_machine_reports_a_program_length_for_each_model_canary(
 
 def test_every_machine_rule_has_a_row_in_the_rule_table() -> None:
     """RULE_OP_TYPES names exactly the affinity machine's rules."""
-    expected = machine_rules()
+    expected = rules_of(AffinityMachine)
 
     actual = sorted(RULE_OP_TYPES)
 

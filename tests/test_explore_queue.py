@@ -17,7 +17,6 @@ from ci.explore.command import BOUNDS, read_counts
 from ci.explore.coverage import (
     MachineRun,
     MachineStep,
-    machine_rules,
     measure,
 )
 from ci.explore.paths import edge_cover_paths
@@ -47,6 +46,7 @@ from model.queue.table import ModelPolicyQueue, QueueState
 from model.queue.types import ClassConfig, Dispatch, QueuedItem
 from properties import properties
 from stateful import stats
+from stateful.machine import rules_of
 from stateful.queue_machine import QueueMachine
 from stateful.queue_subject import ProfileSpec
 
@@ -316,7 +316,7 @@ def test_a_state_whose_payloads_repeat_is_no_node() -> None:
 
 def test_every_queue_machine_rule_has_a_row_in_the_queue_rule_table() -> None:
     """QUEUE_RULE_OP_TYPES names the queue machine's rules and its teardown."""
-    expected = sorted([*machine_rules(QueueMachine), "teardown"])
+    expected = sorted([*rules_of(QueueMachine), "teardown"])
 
     actual = sorted(QUEUE_RULE_OP_TYPES)
 

@@ -16,7 +16,7 @@ from rich.console import Console
 import ci.explore.command as explore_cli
 from ci.canaries.scheduler import CANARIES
 from ci.explore.command import read_counts
-from ci.explore.coverage import MachineRun, MachineStep, machine_rules, measure
+from ci.explore.coverage import MachineRun, MachineStep, measure
 from ci.explore.scheduler_coverage import (
     SCHEDULER_RULE_OP_TYPES,
     run_restricted_scheduler_machine,
@@ -48,6 +48,7 @@ from model.scheduler.table import ModelScheduler, SchedulerState, apply
 from model.scheduler.types import SchedulerConfig
 from properties import properties
 from stateful import stats
+from stateful.machine import rules_of
 from stateful.scheduler_machine import SchedulerMachine
 
 NIGHTLY_SCHEDULER_BOUNDS = tuple(
@@ -358,7 +359,7 @@ def test_a_replay_disagreement_is_written_as_a_trace_that_fails_again(
 
 def test_every_scheduler_machine_rule_has_a_row_in_the_rule_table() -> None:
     """The rule table lists every scheduler machine rule, plus teardown."""
-    expected = sorted([*machine_rules(SchedulerMachine), "teardown"])
+    expected = sorted([*rules_of(SchedulerMachine), "teardown"])
 
     assert expected == sorted(SCHEDULER_RULE_OP_TYPES)
 

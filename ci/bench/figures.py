@@ -103,18 +103,11 @@ def parallel_machine_figures(
     """
     wall_started = time.perf_counter()
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        runs = list(
-            pool.map(
-                machine_figures,
-                *zip(
-                    *(
-                        (workload, machine, factory, chosen, worker)
-                        for worker in range(1, workers + 1)
-                    ),
-                    strict=True,
-                ),
-            )
-        )
+        pending = [
+            pool.submit(machine_figures, workload, machine, factory, chosen, worker)
+            for worker in range(1, workers + 1)
+        ]
+        runs = [future.result() for future in pending]
     wall_s = time.perf_counter() - wall_started
     return Figures(
         workload, sum(run.steps for run in runs), wall_s, sum(r.cpu_s for r in runs)

@@ -126,18 +126,13 @@ RULE_OP_TYPES: dict[str, frozenset[type[Op]]] = {
 """Which operation types each machine rule can apply (the per-rule denominators)."""
 
 
-def machine_rules(machine: type[DifferentialMachine] = AffinityMachine) -> list[str]:
-    """A machine's rule names (the affinity machine's unless told), sorted."""
-    return rules_of(machine)
-
-
 def check_rule_table(
     machine: type[DifferentialMachine] = AffinityMachine,
     table: RuleTable = RULE_OP_TYPES,
     extra: frozenset[str] = frozenset(),
 ) -> None:
     """Every machine rule (and `extra` step source) has a row, and none is stale."""
-    rules = set(machine_rules(machine)) | extra
+    rules = set(rules_of(machine)) | extra
     missing = sorted(rules - set(table))
     stale = sorted(set(table) - rules)
     if missing or stale:
