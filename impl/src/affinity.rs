@@ -25,7 +25,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::futures::OwnedNotified;
 use tokio::time::Instant;
 
-use crate::{Dropped, HandleError, InvalidArgument, ResourceExhausted, guard};
+use crate::{AffinityError, Dropped, HandleError, InvalidArgument, ResourceExhausted, guard, unknown_to_suite};
 
 /// The furthest the binding moves a table's clock from its origin: two maximal
 /// TTLs. Further advances are rejected (clock overflow) before anything runs.
@@ -35,8 +35,9 @@ pub(crate) type PyTarget = (u64, Option<u32>);
 pub(crate) type PyVersion = (u64, u64);
 type Published = (String, PyTarget, PyVersion);
 
-/// The `ReplicaApplyOutcome` variant's name.
-pub(crate) fn outcome_name(outcome: ReplicaApplyOutcome) -> &'static str {
+/// The `ReplicaApplyOutcome` variant's name (`unknown_to_suite` for one the
+/// binding does not know).
+pub(crate) fn outcome_name(outcome: ReplicaApplyOutcome) -> String {
     match outcome {
         ReplicaApplyOutcome::Inserted => "Inserted",
         ReplicaApplyOutcome::Refreshed => "Refreshed",
@@ -46,7 +47,10 @@ pub(crate) fn outcome_name(outcome: ReplicaApplyOutcome) -> &'static str {
         ReplicaApplyOutcome::IgnoredConflict => "IgnoredConflict",
         ReplicaApplyOutcome::RejectedSessionId => "RejectedSessionId",
         ReplicaApplyOutcome::RejectedCapacity => "RejectedCapacity",
+        #[allow(unreachable_patterns)]
+        other => return unknown_to_suite("an outcome", &other),
     }
+    .to_string()
 }
 
 pub(crate) fn to_target(target: PyTarget) -> AffinityTarget {
@@ -62,6 +66,8 @@ fn to_py_error(error: CrateError) -> PyErr {
         CrateError::InvalidArgument(message) => InvalidArgument::new_err(message),
         CrateError::ResourceExhausted(message) => ResourceExhausted::new_err(message),
         CrateError::Dropped => Dropped::new_err("session affinity table dropped"),
+        #[allow(unreachable_patterns)]
+        other => AffinityError::new_err(unknown_to_suite("an error", &other)),
     }
 }
 
@@ -273,11 +279,14 @@ pub(crate) fn affinity_config(
 }
 
 /// The text `SessionAffinityMode::from_str` reads for `mode`.
-fn mode_name(mode: SessionAffinityMode) -> &'static str {
+fn mode_name(mode: SessionAffinityMode) -> String {
     match mode {
         SessionAffinityMode::Hard => "hard",
         SessionAffinityMode::Soft => "soft",
+        #[allow(unreachable_patterns)]
+        other => return unknown_to_suite("a mode", &other),
     }
+    .to_string()
 }
 
 impl RuntimeAffinityTable {
@@ -376,7 +385,7 @@ impl RuntimeAffinityTable {
     /// `SessionAffinityConfig::new(ttl)`: the crate's defaults, as
     /// `(mode, max_entries, max_session_id_bytes)`.
     #[staticmethod]
-    fn crate_defaults(ttl_ns: u64) -> PyResult<(&'static str, usize, usize)> {
+    fn crate_defaults(ttl_ns: u64) -> PyResult<(String, usize, usize)> {
         guard(|| {
             let config = SessionAffinityConfig::new(Duration::from_nanos(ttl_ns));
             Ok((mode_name(config.mode), config.max_entries, config.max_session_id_bytes))
@@ -386,7 +395,7 @@ impl RuntimeAffinityTable {
     /// `text.parse::<SessionAffinityMode>()`, as the mode's name; the crate's
     /// refusal is `InvalidArgument` with its message.
     #[staticmethod]
-    fn parse_mode(text: &str) -> PyResult<&'static str> {
+    fn parse_mode(text: &str) -> PyResult<String> {
         guard(|| Ok(mode_name(text.parse::<SessionAffinityMode>().map_err(InvalidArgument::new_err)?)))
     }
 
@@ -493,9 +502,13 @@ impl RuntimeAffinityTable {
                         Hold::Bound { target, lease } => {
                             ("bound", self.add_handle(Handle::Bound { target, lease }), reported)
                         }
+                        #[allow(unreachable_patterns)]
+                        _ => return Err(AffinityError::new_err(unknown_to_suite("a hold", &"(no Debug)"))),
                     }
                 }
                 AcquireStep::Wait(notified) => ("wait", self.add_handle(Handle::Waiter(notified)), None),
+                #[allow(unreachable_patterns)]
+                _ => return Err(AffinityError::new_err(unknown_to_suite("an acquire step", &"(no Debug)"))),
             })
         })
     }
@@ -599,7 +612,7 @@ impl RuntimeAffinityTable {
         session_id: String,
         target: PyTarget,
         version: PyVersion,
-    ) -> PyResult<&'static str> {
+    ) -> PyResult<String> {
         guard(|| {
             let _context = self.runtime.enter();
             let version = AffinityVersion { sequence: version.0, writer_id: version.1 };
@@ -691,7 +704,7 @@ impl RuntimeAffinityTable {
     }
 
     /// `SessionAffinity::mode()`: "hard" or "soft".
-    fn mode(&self) -> PyResult<&'static str> {
+    fn mode(&self) -> PyResult<String> {
         guard(|| Ok(mode_name(self.table()?.mode())))
     }
 

@@ -69,7 +69,7 @@ use tokio::time::Instant;
 use crate::affinity::{
     PyTarget, PyVersion, affinity_config, from_target, outcome_name, paused_runtime, settle, to_target,
 };
-use crate::{InvalidArgument, guard, panic_message};
+use crate::{InvalidArgument, guard, panic_message, unknown_to_suite};
 
 /// Most threads one history may have.
 const THREADS_MAX: usize = 64;
@@ -204,6 +204,8 @@ fn error_name(error: &CrateError) -> String {
         CrateError::InvalidArgument(_) => "InvalidArgument",
         CrateError::ResourceExhausted(_) => "ResourceExhausted",
         CrateError::Dropped => "Dropped",
+        #[allow(unreachable_patterns)]
+        other => return unknown_to_suite("an error", other),
     }
     .to_string()
 }
@@ -315,6 +317,8 @@ impl Shared<'_> {
                     ),
                     Ok(AcquireStep::Wait(notified)) => (("wait".to_string(), None), Some(Held::Waiter(notified))),
                     Err(error) => ((error_name(&error), None), None),
+                    #[allow(unreachable_patterns)]
+                    Ok(_) => ((unknown_to_suite("an acquire step", &"(no Debug)"), None), None),
                 };
                 let handle = held.map(|held| (self.new_handle(), held));
                 let new = handle.as_ref().map(|(id, _)| *id);

@@ -38,6 +38,17 @@ pub(crate) fn guard<R>(body: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
     }
 }
 
+/// What the binding reports for a crate enum value it has no arm for: a
+/// variant the crate added after the binding was written. Every `match` on a
+/// crate enum ends in an arm that returns this text (as an outcome, a kind or
+/// an error message), so a new variant is a divergence the suite names, not a
+/// build that stops compiling. Those arms are unreachable against the crates
+/// the binding knows, hence `#[allow(unreachable_patterns)]` on each (the
+/// crate marks only `KvSchedulerError` `#[non_exhaustive]`).
+pub(crate) fn unknown_to_suite(what: &str, value: &dyn std::fmt::Debug) -> String {
+    format!("crate returned {what} this suite does not know: {value:?}")
+}
+
 /// The text a panic carried (`panic!` with a literal or a formatted message).
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     payload

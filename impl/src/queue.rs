@@ -23,7 +23,7 @@ use dynamo_kv_router::scheduling::{
 };
 use pyo3::prelude::*;
 
-use crate::{PolicyConfigError, QueueUsageError, guard};
+use crate::{PolicyConfigError, QueueUsageError, guard, unknown_to_suite};
 
 /// A worker and data-parallel rank, as Python passes them.
 type PyWorker = (u64, u32);
@@ -32,7 +32,7 @@ type PyItem = (usize, u64, Option<PyWorker>, usize, usize, usize, usize);
 /// (policy class name, limit kind, current, limit).
 type PyRejection = (String, String, usize, usize);
 /// (name, queue policy, quantum, request / raw / cached limits per worker).
-type PyClassConfig = (String, &'static str, usize, Option<usize>, Option<usize>, Option<usize>);
+type PyClassConfig = (String, String, usize, Option<usize>, Option<usize>, Option<usize>);
 
 /// The queue's payload: Python's id and the placement it was enqueued with.
 struct Ticket {
@@ -49,20 +49,25 @@ fn parse_policy(policy: &str) -> PyResult<RouterQueuePolicy> {
     }
 }
 
-fn policy_name(policy: RouterQueuePolicy) -> &'static str {
+fn policy_name(policy: RouterQueuePolicy) -> String {
     match policy {
         RouterQueuePolicy::Fcfs => "fcfs",
         RouterQueuePolicy::Wspt => "wspt",
         RouterQueuePolicy::Lcfs => "lcfs",
+        #[allow(unreachable_patterns)]
+        other => return unknown_to_suite("a queue policy", &other),
     }
+    .to_string()
 }
 
 /// `RouterPolicyConfigError` → `PolicyConfigError(stage, message)`.
 fn config_error(error: RouterPolicyConfigError) -> PyErr {
     let stage = match &error {
-        RouterPolicyConfigError::Read { .. } => "read",
-        RouterPolicyConfigError::Parse { .. } => "parse",
-        RouterPolicyConfigError::Validation(_) => "validation",
+        RouterPolicyConfigError::Read { .. } => "read".to_string(),
+        RouterPolicyConfigError::Parse { .. } => "parse".to_string(),
+        RouterPolicyConfigError::Validation(_) => "validation".to_string(),
+        #[allow(unreachable_patterns)]
+        other => unknown_to_suite("a configuration error", other),
     };
     PolicyConfigError::new_err((stage, error.to_string()))
 }
