@@ -7,7 +7,10 @@
 
 The probe itself is `impl/probe.py`; the recorded answers in `ci/targets/` are
 what the suite printed for each target it was gated against (the pinned crate
-and the reconstructed upstream trees); `--table` renders them with the same
+and trees reconstructed from upstream revisions: `aff-*-<commit>` is the
+`affinity.rs` of a snapshot of the branch of Dynamo PR #15631, host-controlled
+affinity time, over a copy of the published 1.6.1; `ours-*` are our own edits
+of such a tree); `--table` renders them with the same
 generator as the "Probed capabilities" table in docs/capabilities.md.
 """
 
@@ -16,10 +19,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from ci.cli import OneLineParser, UsageError, WriteFailed, write_failed, write_results
 from ci.inputs import InputError, read_text
+
+if TYPE_CHECKING:
+    from impl.probe import ProbeAnswers
 
 TARGETS_DIR: Final[Path] = Path(__file__).resolve().parent / "targets"
 PINNED: Final[str] = "pinned-1.6.1"
@@ -61,6 +67,20 @@ def table_markdown(answers_by_target: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def built_from(answers: ProbeAnswers) -> str:
+    """What the build is, in words: the published crate, or a local tree.
+
+    A local tree's version is what its Cargo.toml says; a copy of 1.6.1 with
+    an upstream file put in place still says 1.6.1, so it is named as a tree.
+    """
+    if answers.crate_source == "registry":
+        return f"dynamo-kv-router {answers.crate_version} from crates.io"
+    return (
+        f"a local dynamo-kv-router tree (its Cargo.toml says "
+        f"{answers.crate_version}; not the published crate)"
+    )
+
+
 def _print_table(answers_json: str) -> None:
     from rich.console import Console  # noqa: PLC0415
     from rich.table import Table  # noqa: PLC0415
@@ -68,10 +88,7 @@ def _print_table(answers_json: str) -> None:
     from impl.probe import ProbeAnswers, decide  # noqa: PLC0415
 
     answers = ProbeAnswers.from_json(answers_json)
-    table = Table(
-        title=f"production under test: {answers.crate_source} "
-        f"dynamo-kv-router {answers.crate_version} (probed)"
-    )
+    table = Table(title=f"production under test: {built_from(answers)} (probed)")
     table.add_column("fact")
     table.add_column("probed")
     for fact, value in decide(answers).rows():

@@ -195,7 +195,7 @@ ROWS: tuple[Row, ...] = (
     Row(
         "queue_variant",
         "G.6, C.9",
-        "PQ-deadline most likely main line",
+        "PQ-deadline most likely (its 24 tests match PR #15631's description)",
         "PQ-deadline: lazy recheck flag, due-time keys, 24 unit tests, no "
         "deferred storage; `enqueue_with_due_at`/`take_expired` are `pub(crate)`, "
         "reached through `LocalScheduler` (row `scheduler_due_time`)",

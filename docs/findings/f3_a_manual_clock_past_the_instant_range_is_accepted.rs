@@ -1,4 +1,5 @@
-// Finding F3 (docs/findings.md): on Dynamo's main-line revision 2256f671 of
+// Finding F3 (docs/findings.md): on revision 2256f671 (a snapshot of the branch of Dynamo
+// PR #15631, host-controlled affinity time; not the published crate) of
 // lib/kv-router/src/services/selection/affinity.rs ("AFF-manual"), `advance_clock` accepts
 // a time whose `now + ttl` leaves the platform's `Instant` range; the next commit,
 // release or replica apply computes `now + ttl` and panics. This test states the
