@@ -37,6 +37,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -47,6 +48,7 @@ import zipfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Final
 
 from ci.cli import OneLineParser, UsageError, output_folder
 from ci.target_dir import (
@@ -263,11 +265,48 @@ def resolve_source(path: Path) -> Path:
                 raise BuildError(f"{manifest} is not valid TOML: {error}") from None
             package = name.get("package")
             if isinstance(package, dict) and package.get("name") == CRATE_NAME:
+                _check_workspace(candidate, package)
                 return candidate
     raise BuildError(
         f"{path} holds no {CRATE_NAME} crate (neither ./Cargo.toml nor "
         "./lib/kv-router/Cargo.toml names it)"
     )
+
+
+def workspace_root(crate: Path) -> Path | None:
+    """The nearest folder above `crate` whose Cargo.toml has a `[workspace]`."""
+    for folder in crate.parents:
+        manifest = folder / "Cargo.toml"
+        if not manifest.is_file():
+            continue
+        try:
+            table = tomllib.loads(manifest.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+            raise BuildError(f"{manifest} is not valid TOML: {error}") from None
+        if "workspace" in table:
+            return folder
+    return None
+
+
+def _check_workspace(crate: Path, package: dict[str, Any]) -> None:
+    """Refuse, before any compile, a crate whose inherited fields have no root.
+
+    In Dynamo's repository `lib/kv-router/Cargo.toml` takes its version,
+    edition and dependencies from the workspace's root Cargo.toml
+    (`version.workspace = true`); a copy of the folder alone cannot be built.
+    """
+    inherited = sorted(
+        field
+        for field, value in package.items()
+        if isinstance(value, dict) and value.get("workspace") is True
+    )
+    if inherited and workspace_root(crate) is None:
+        raise BuildError(
+            f"{crate}/Cargo.toml takes `{inherited[0]}` and more from its "
+            "workspace (`workspace = true`), and no folder above it holds the "
+            "workspace's Cargo.toml: pass the Dynamo checkout's root (the folder "
+            "with the root Cargo.toml) or its lib/kv-router inside it"
+        )
 
 
 def _has(source: Path, file: Path, item: str) -> bool:
@@ -389,6 +428,184 @@ def build_extension(
             raise BuildError(f"expected one extension in {wheels[0]}, got {members}")
         replace_atomically(build.extension, wheel.read(members[0]))
     return BuildResult(ok=True, seconds=seconds, output=output, compile_error=False)
+
+
+ARGUMENTS: Final[re.Pattern[str]] = re.compile(
+    r"takes (\d+) arguments? but (\d+) arguments? (?:was|were) supplied"
+)
+NAMED: Final[re.Pattern[str]] = re.compile(r"`([^`]+)`")
+KNOWN_SIGNATURES: Final[dict[str, tuple[Path, re.Pattern[str], str]]] = {
+    "join_initializing": (
+        AFFINITY_RS,
+        re.compile(r"pub fn join_initializing\(\s*&self,\s*session_id: &str,?\s*\)"),
+        (
+            "tree has the pending-join signature (no target); the suite checks "
+            "the reserved-join design only"
+        ),
+    ),
+}
+"""Signatures the suite knows other revisions to have and cannot check: the
+item, the file and the tree's signature, and what the refusal says."""
+
+
+class IncompatibleTreeError(BuildError):
+    """The binding does not compile against the tree: one line per item."""
+
+    def __init__(self, lines: list[str]) -> None:
+        """Keep the lines; the message is all of them."""
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def _primary(message: dict[str, Any]) -> dict[str, Any] | None:
+    spans = [span for span in message.get("spans", []) if span.get("is_primary")]
+    return spans[0] if spans else None
+
+
+def _highlighted(span: dict[str, Any]) -> str:
+    """The source text rustc underlines in `span` (first line)."""
+    text = span.get("text") or []
+    if not text:
+        return ""
+    line = text[0]
+    return str(line["text"][line["highlight_start"] - 1 : line["highlight_end"] - 1])
+
+
+def _item(message: dict[str, Any], span: dict[str, Any]) -> str:
+    """The crate item an error is about: a name in its message, else the code."""
+    names = NAMED.findall(message["message"])
+    if names:
+        return str(
+            names[-1] if message["message"].startswith("unresolved") else names[0]
+        )
+    return _highlighted(span).split("(")[0].split(".")[-1].strip() or "?"
+
+
+def _expects(message: dict[str, Any]) -> str:
+    """What the binding expects that the tree does not give, in words."""
+    text = str(message["message"])
+    found = ARGUMENTS.search(text)
+    if found:
+        return (
+            f"the binding passes {found.group(2)} arguments, the tree's takes "
+            f"{found.group(1)}"
+        )
+    code = (message.get("code") or {}).get("code")
+    if code in {"E0432", "E0433", "E0412", "E0425", "E0422", "E0405", "E0599"}:
+        return f"the binding expects it; the tree has none ({text})"
+    return f"the binding expects another shape ({text})"
+
+
+def diagnostics_lines(json_output: str, source: Path) -> list[str]:
+    """One line per crate item the binding and the tree disagree on.
+
+    Read from cargo's `--message-format=json` output: errors in the binding
+    (`impl/src/FILE:LINE`) and, when the tree does not compile by itself (a
+    file from another revision put over a crate), errors in the tree's crate.
+    """
+    by_item: dict[str, list[str]] = {}
+    whats: dict[str, str] = {}
+    for raw in json_output.splitlines():
+        if not raw.startswith("{"):
+            continue
+        record = json.loads(raw)
+        message = record.get("message") or {}
+        if record.get("reason") != "compiler-message":
+            continue
+        if message.get("level") != "error":
+            continue
+        span = _primary(message)
+        if span is None:
+            continue
+        item = _item(message, span)
+        in_binding = BINDING_PACKAGE in str(record.get("package_id", ""))
+        where = (
+            f"impl/{span['file_name']}:{span['line_start']}"
+            if in_binding
+            else f"the tree's own {Path(span['file_name']).name}:{span['line_start']}"
+        )
+        if item not in by_item:
+            whats[item] = (
+                _expects(message)
+                if in_binding
+                else f"the tree does not compile by itself ({message['message']})"
+            )
+        by_item.setdefault(item, []).append(where)
+    lines = []
+    for item, wheres in by_item.items():
+        line = f"{item}: {whats[item]} ({', '.join(dict.fromkeys(wheres))})"
+        known = KNOWN_SIGNATURES.get(item)
+        if known is not None and _matches(source, known[0], known[1]):
+            line += f"; {known[2]}"
+        lines.append(line)
+    return lines
+
+
+def _matches(source: Path, file: Path, signature: re.Pattern[str]) -> bool:
+    try:
+        text = (source / file).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+    return signature.search(text) is not None
+
+
+def known_signature_lines(source: Path) -> list[str]:
+    """The known-signature refusals that hold for `source` (read from its text)."""
+    return [
+        f"{item}: {explained}"
+        for item, (file, signature, explained) in sorted(KNOWN_SIGNATURES.items())
+        if _matches(source, file, signature)
+    ]
+
+
+def refuse_incompatible(build: LocalBuild, result: BuildResult, log: Path) -> None:
+    """Raise IncompatibleTreeError, one line per item, if rustc rejected the tree.
+
+    Cargo's JSON diagnostics go beside `log` (`diagnostics.jsonl`); the last
+    line names the full log. Returns when the failure names no item.
+    """
+    if not result.compile_error:
+        return
+    diagnostics = diagnose(build)
+    log.with_name("diagnostics.jsonl").write_text(diagnostics, encoding="utf-8")
+    lines = diagnostics_lines(diagnostics, build.source)
+    if lines:
+        lines[-1] += f"; full log: {log}"
+        raise IncompatibleTreeError(lines)
+
+
+def diagnose(build: LocalBuild, timeout_s: float = BUILD_TIMEOUT_S_DEFAULT) -> str:
+    """Cargo's JSON diagnostics of the staged binding (after a failed build).
+
+    The same cargo invocation as maturin's (profile, features, target folder,
+    PyO3's environment), so everything that compiled is reused and only the
+    failing unit runs again, now with `--message-format=json`.
+    """
+    features = ",".join((*BASE_FEATURES, *build.features))
+    command = ["cargo", "rustc", "--profile", build.profile, "--features", features]
+    command += ["--target-dir", str(build.target_dir), "--message-format", "json"]
+    command += ["--manifest-path", str(build.binding_dir / "Cargo.toml"), "--lib"]
+    environment = dict(os.environ)
+    environment.pop("CARGO", None)
+    environment |= {
+        "PYO3_BUILD_EXTENSION_MODULE": "1",
+        "PYO3_PYTHON": sys.executable,
+        "PYTHON_SYS_EXECUTABLE": sys.executable,
+    }
+    with binding_lock(build.target_dir, build.profile):
+        try:
+            completed = subprocess.run(  # noqa: S603 - fixed tool invocation
+                command,
+                cwd=build.binding_dir,
+                env=environment,
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
+        except subprocess.TimeoutExpired as error:
+            raise BuildError(f"cargo's diagnostics exceeded {timeout_s} s") from error
+    return completed.stdout
 
 
 LINK_FAILURE_MARKERS = ("linking with `cc` failed", "collect2: error: ld returned")
@@ -589,6 +806,10 @@ def main(argv: list[str] | None = None) -> int:
     """Command-line entry point; returns the process exit code."""
     try:
         return _main(argv)
+    except IncompatibleTreeError as error:
+        for line in error.lines:
+            print(f"ci.build_local: error: {line}", file=sys.stderr)
+        return 2
     except (UsageError, BuildError) as error:
         print(f"ci.build_local: error: {error}", file=sys.stderr)
         return 2
@@ -602,9 +823,7 @@ def _main(argv: list[str] | None) -> int:
         return 0
     if args.source is None:
         raise UsageError(f"give --source PATH or set {SOURCE_ENV}")
-    source = Path(args.source).expanduser().resolve()
-    if not (source / "Cargo.toml").is_file():
-        raise UsageError(f"--source {source}: no Cargo.toml there")
+    source = resolve_source(Path(args.source))
     features = tuple(name for name in args.features.split(",") if name)
     work = args.work_dir / "build-local"
     build = LocalBuild(
@@ -618,6 +837,9 @@ def _main(argv: list[str] | None) -> int:
         print(f"seeded {build.target_dir} from impl/target/{build.profile}")
     result = build_extension(build)
     if not result.ok:
+        log = work / "build.log"
+        log.write_text(result.output, encoding="utf-8")
+        refuse_incompatible(build, result, log)
         print(result.output, file=sys.stderr)
         return 1
     print(f"built against {build.source} in {result.seconds:.0f} s")

@@ -98,6 +98,8 @@ ARTIFACTS_MAX: Final[int] = 10_000
 DOSSIER_DIR: Final[str] = "dossier"
 """The folder under `--artifacts` that holds one dossier per gate run."""
 CONSOLE_WIDTH_MIN: Final[int] = 140
+BUILD_DIR: Final[str] = "build"
+"""The folder under `--artifacts` that keeps a failed `--source` build's logs."""
 
 
 def _workers(text: str) -> str:
@@ -198,7 +200,9 @@ def artifact_folders(root: Path) -> set[Path]:
     folders = {
         stamp
         for test in sorted(root.iterdir())
-        if test.is_dir() and not test.is_symlink() and test.name != DOSSIER_DIR
+        if test.is_dir()
+        and not test.is_symlink()
+        and test.name not in {DOSSIER_DIR, BUILD_DIR}
         for stamp in sorted(test.iterdir())
         if stamp.is_dir() and not stamp.is_symlink() and stamp.name != LATEST
     }
@@ -532,7 +536,7 @@ def _first_error(output: str) -> str:
     return (errors or lines or ["no output"])[0]
 
 
-def build_source_tree(source_arg: Path, console: Console) -> Path:
+def build_source_tree(source_arg: Path, console: Console, artifacts: Path) -> Path:
     """Build the binding against `source_arg`; return the Python tree to gate in.
 
     Raises UsageError (exit 2) when the tree is not a crate the binding can
@@ -566,8 +570,11 @@ def build_source_tree(source_arg: Path, console: Console) -> Path:
         message = f"the binding does not build against {source}: {error}"
         raise UsageError(message) from None
     if not result.ok:
-        log = work / "build.log"
+        folder = artifacts / BUILD_DIR / utc_stamp()
+        folder.mkdir(parents=True, exist_ok=True)
+        log = folder / "build.log"
         log.write_text(result.output, encoding="utf-8")
+        build_local.refuse_incompatible(build, result, log)
         raise UsageError(
             f"the binding does not build against {source}: "
             f"{_first_error(result.output)} (full log: {log})"
@@ -581,7 +588,7 @@ def build_source_tree(source_arg: Path, console: Console) -> Path:
 
 def run_on_source(arguments: argparse.Namespace, console: Console) -> int:
     """Build against `--source`, then run this gate inside the built tree."""
-    tree = build_source_tree(arguments.source, console)
+    tree = build_source_tree(arguments.source, console, arguments.artifacts.resolve())
     command = [
         sys.executable,
         "-m",
@@ -739,6 +746,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         check_outputs(arguments)
         width = None if sys.stdout.isatty() else CONSOLE_WIDTH_MIN
         return run(arguments, Console(highlight=False, width=width))
+    except build_local.IncompatibleTreeError as error:
+        for line in error.lines:
+            print(f"{PROG}: error: {line}", file=sys.stderr)
+        return EXIT_INFRA
     except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_INFRA
