@@ -45,7 +45,7 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("properties", ("extra",), "unrecognized arguments: extra"),
     ("ci.build_local", ("--bogus",), "unrecognized arguments: --bogus"),
     ("ci.build_local", ("--pinned", "--features", "manual-clock"), "drop --features"),
-    ("ci.build_local", ("--source", "{file}"), "no Cargo.toml there"),
+    ("ci.build_local", ("--source", "{file}"), "{file} is not a folder"),
     (
         "ci.build_local",
         ("--source", "{file}", "--into", NOT_A_FOLDER),
