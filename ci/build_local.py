@@ -589,6 +589,10 @@ def diagnose(build: LocalBuild, timeout_s: float = BUILD_TIMEOUT_S_DEFAULT) -> s
     environment.pop("CARGO", None)
     environment |= {
         "PYO3_BUILD_EXTENSION_MODULE": "1",
+        # As maturin sets it, so pyo3's build configuration is not redone.
+        "PYO3_ENVIRONMENT_SIGNATURE": (
+            f"cpython-{sys.version_info.major}.{sys.version_info.minor}-64bit"
+        ),
         "PYO3_PYTHON": sys.executable,
         "PYTHON_SYS_EXECUTABLE": sys.executable,
     }
