@@ -1,0 +1,139 @@
+"""Measure how short Hypothesis shrinks every canary's program, and how fast.
+
+`python -m ci.bench.shrinking [--subject NAME] [--canary NAME]` runs each
+canary of each registered subject (`ci.subjects`) under `SHRINK_SETTINGS`
+(`CANARY_SETTINGS` with Hypothesis' shrink phase) and prints one row per
+canary: the operations of the program Hypothesis reports (its final replay,
+recorded as a trace), the CPU and wall seconds from the first example to the
+report (generation and shrinking), the explorer's BFS-shortest counterexample
+where the subject's explorer can run the canary as its model
+(`ci.explore.shrink`, `ci.explore.scheduler_replay`), and the 1-minimal
+length step deletion reaches (`ci.replay.minimize`) for every canary. The
+target of `tests/test_shrinking.py`: at most 2 x BFS + 2 operations (with
+the minimized length standing in where there is no BFS). A report, not a
+test: it reads the clocks (`ci.bench.figures`).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from hypothesis import Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+from rich.console import Console
+from rich.table import Table
+
+from ci import subjects
+from ci.cli import OneLineParser, UsageError
+from ci.profiles import CANARY_SETTINGS
+from ci.replay.minimize import minimize
+from ci.replay.trace import Trace, kind_of
+from stateful import capture
+from stateful.machine import DifferentialMachine
+
+SHRINK_SETTINGS = settings(
+    CANARY_SETTINGS,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+)
+"""The canary budget, then Hypothesis' shrinker: what a failing gate reports."""
+
+
+@dataclass(frozen=True)
+class Shrunk:
+    """One canary's reported program and what it cost."""
+
+    subject: str
+    canary: str
+    trace: Trace
+    cpu_s: float
+    wall_s: float
+
+
+def shrink(subject: str, canary: str) -> Shrunk:
+    """Run `canary` under `SHRINK_SETTINGS`; its final replay as a trace."""
+    entry = subjects.entry(subject)
+    factory = entry.canary_factories()[canary]
+    machine: type[DifferentialMachine] = type(
+        f"Shrink_{canary}", (entry.machine(),), {"factory": staticmethod(factory)}
+    )
+    capture.reset()
+    wall_started = time.perf_counter()
+    cpu_started = time.process_time()
+    try:
+        run_state_machine_as_test(machine, settings=SHRINK_SETTINGS)
+    except AssertionError:
+        pass
+    else:
+        raise AssertionError(f"the {subject} machine passed against {canary}")
+    cpu_s = time.process_time() - cpu_started
+    wall_s = time.perf_counter() - wall_started
+    run = capture.final_runs()[-1]
+    capture.reset()
+    trace = kind_of(subject).record_harness(run.harness, f"{canary}, shrunk")
+    return Shrunk(subject, canary, trace, cpu_s, wall_s)
+
+
+def bfs_steps(subject: str, canary: str) -> int | None:
+    """The explorer's shortest counterexample for `canary`, if it can run it."""
+    if subject == "affinity":
+        from ci.canaries.affinity import MODEL_CANARIES  # noqa: PLC0415
+        from ci.explore.bounds import BOUNDS  # noqa: PLC0415
+        from ci.explore.shrink import shortest_counterexample  # noqa: PLC0415
+
+        if canary not in MODEL_CANARIES:
+            return None
+        found = shortest_counterexample(canary, MODEL_CANARIES[canary], BOUNDS)
+        return None if found is None else len(found.ops)
+    if subject == "scheduler":
+        from ci.explore.scheduler_graph import SCHEDULER_BOUNDS  # noqa: PLC0415
+        from ci.explore.scheduler_replay import (  # noqa: PLC0415
+            shortest_scheduler_counterexample,
+        )
+
+        example = shortest_scheduler_counterexample(canary, SCHEDULER_BOUNDS)
+        return None if example is None else len(example.ops)
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print one row per canary (see the module's docstring)."""
+    parser = OneLineParser(prog="python -m ci.bench.shrinking")
+    parser.add_argument("--subject", choices=subjects.names())
+    parser.add_argument("--canary")
+    try:
+        args = parser.parse_args(argv)
+    except UsageError as error:
+        print(f"ci.bench.shrinking: error: {error}", file=sys.stderr)
+        return 2
+    table = Table(title="Hypothesis' shrunk programs, per canary")
+    for column in ("subject", "canary", "shrunk", "CPU s", "wall s", "BFS", "1-min"):
+        table.add_column(column, justify="left" if column[0].isalpha() else "right")
+    for entry in subjects.entries():
+        if args.subject not in {None, entry.name}:
+            continue
+        for canary in sorted(entry.canary_factories()):
+            if args.canary not in {None, canary}:
+                continue
+            found = shrink(entry.name, canary)
+            minimal, _ = minimize(found.trace, entry.canary_factories()[canary])
+            bfs = bfs_steps(entry.name, canary)
+            row = (
+                entry.name,
+                canary,
+                str(len(found.trace.steps)),
+                f"{found.cpu_s:.1f}",
+                f"{found.wall_s:.1f}",
+                "-" if bfs is None else str(bfs),
+                str(len(minimal.steps)),
+            )
+            print(" ".join(row), flush=True)
+            table.add_row(*row)
+    Console().print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
