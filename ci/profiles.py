@@ -38,15 +38,16 @@ PROFILE_NAMES = (
     "nightly-seeded",
 )
 RULES_PER_PROGRAM = {
-    "dev": 33,
-    "ci": 66,
-    "nightly": 220,
-    "replay": 220,
-    "fuzz": 220,
+    "dev": 24,
+    "ci": 48,
+    "nightly": 160,
+    "replay": 160,
+    "fuzz": 160,
 }
 """Hypothesis steps per program: each step is one rule (`stateful.machine`),
-so a `ci` program holds about 66 operations and a `nightly` one about 220 (a
-scenario rule applies several)."""
+four per run of rules of before (which counted 12 runs for `ci`), so that a
+program applies as many operations as it did then: about 70 for `ci` (a
+scenario rule applies several; Hypothesis' mutations repeat whole rules)."""
 EXAMPLES = {"dev": 20, "ci": 400, "nightly": 2_000, "replay": 1, "fuzz": 200}
 
 _SUPPRESSED = (HealthCheck.too_slow, HealthCheck.data_too_large)
@@ -183,3 +184,10 @@ CANARY_SETTINGS = settings(
 
 No shrinking: detection is the claim here; shrink quality has its own test.
 """
+
+SHRINK_SETTINGS = settings(
+    CANARY_SETTINGS,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+)
+"""The canary budget, then Hypothesis' shrinker: the program a failing run
+reports (`tests/test_shrinking.py`, `ci.bench.shrinking`)."""
