@@ -37,7 +37,7 @@ from stateful.affinity_machine import AffinityMachine
 from stateful.machine import rules_of
 from stateful.queue_machine import QueueMachine
 
-SHORT = settings(max_examples=5, stateful_step_count=55)
+SHORT = settings(max_examples=5, stateful_step_count=40)
 Short = type("Short", (AffinityMachine,), {})
 ShortQueue = type("ShortQueue", (QueueMachine,), {})
 
@@ -104,7 +104,7 @@ from model.affinity.types import Target
 from stateful.affinity_machine import AffinityMachine, _next_tick_ns
 from stateful.machine import rule, run_and_check
 
-SHORT = settings(max_examples=30, stateful_step_count=220, derandomize=True)
+SHORT = settings(max_examples=30, stateful_step_count=160, derandomize=True)
 TAGS = ("runtime", "runtime_reaper")
 
 
