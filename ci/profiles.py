@@ -37,10 +37,17 @@ PROFILE_NAMES = (
     "ci-seeded",
     "nightly-seeded",
 )
-RUNS_PER_PROGRAM = {"dev": 6, "ci": 12, "nightly": 40, "replay": 40, "fuzz": 40}
-"""Hypothesis steps per program: each is a run of 1 to 8 rules, about 5.5 on
-average (`stateful.machine.RUN_RULES_MAX`), so `ci` programs hold about 66
-operations and `nightly` ones about 220."""
+RULES_PER_PROGRAM = {
+    "dev": 24,
+    "ci": 48,
+    "nightly": 160,
+    "replay": 160,
+    "fuzz": 160,
+}
+"""Hypothesis steps per program: each step is one rule (`stateful.machine`),
+four per run of rules of before (which counted 12 runs for `ci`), so that a
+program applies as many operations as it did then: about 70 for `ci` (a
+scenario rule applies several; Hypothesis' mutations repeat whole rules)."""
 EXAMPLES = {"dev": 20, "ci": 400, "nightly": 2_000, "replay": 1, "fuzz": 200}
 
 _SUPPRESSED = (HealthCheck.too_slow, HealthCheck.data_too_large)
@@ -55,7 +62,7 @@ _REPRODUCIBLE: dict[str, Any] = {**_COMMON, "database": None, "print_blob": True
 def _sized(name: str) -> dict[str, Any]:
     return {
         "max_examples": EXAMPLES[name],
-        "stateful_step_count": RUNS_PER_PROGRAM[name],
+        "stateful_step_count": RULES_PER_PROGRAM[name],
     }
 
 
@@ -165,7 +172,7 @@ def replica_network_settings() -> settings:
 
 CANARY_SETTINGS = settings(
     max_examples=300,
-    stateful_step_count=RUNS_PER_PROGRAM["ci"],
+    stateful_step_count=RULES_PER_PROGRAM["ci"],
     derandomize=True,
     database=None,
     deadline=None,
@@ -177,3 +184,10 @@ CANARY_SETTINGS = settings(
 
 No shrinking: detection is the claim here; shrink quality has its own test.
 """
+
+SHRINK_SETTINGS = settings(
+    CANARY_SETTINGS,
+    phases=(Phase.explicit, Phase.reuse, Phase.generate, Phase.shrink),
+)
+"""The canary budget, then Hypothesis' shrinker: the program a failing run
+reports (`tests/test_shrinking.py`, `ci.bench.shrinking`)."""

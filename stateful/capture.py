@@ -53,6 +53,8 @@ class FinalRun:
     harness: Harness[Any, Any]
     settings: dict[str, Any]
     failed: FailedCheck | None = field(default=None)
+    machine_class: type | None = field(default=None)
+    """The machine's class: the artifact's `program.py` builds one like it."""
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ def track(machine: object, harness: Harness[Any, Any]) -> None:
             machine=type(machine).__name__,
             harness=harness,
             settings=effective_settings(),
+            machine_class=type(machine),
         )
     )
 

@@ -10,36 +10,55 @@ final replay of a failing example is remembered (`stateful.capture`) so that
 the artifact writer can turn it into a trace.
 
 A machine's rules are methods marked with this module's `rule` (and
-`precondition`), which read as Hypothesis' own but are drawn by the machine:
-Hypothesis' stateful engine sees one rule, `run_rules`, which applies a run
-of up to `RUN_RULES_MAX` rules drawn with plain choices: the rule among those
-enabled (preconditions and this program's swarm), then its arguments. Drawing
-each rule as a Hypothesis rule cost more than applying it (a filtered draw
-over every rule with a swarm flag each, and a draw through `st.data()` per
-argument); a run draws the same things with one choice each, and still
-shrinks rule by rule (every rule is a span of choices behind a continuation
-choice). A rule applies one operation or several (a scenario); every
-operation is one harness step, checked.
+`precondition`), not Hypothesis' own: a machine that uses
+`hypothesis.stateful.rule` or `precondition` is refused when its class is
+created. Every rule is one Hypothesis stateful step, drawn by `_RuleDraw`
+in one draw: the rule by its index among all the machine's rules (a rule
+left out now -- by a precondition or by this program's swarm -- is skipped
+by drawing again, as Hypothesis' own rule strategy does, so an index names
+the same rule in every state), then its arguments. A step is one span, so
+Hypothesis' shrinker deletes, reorders and simplifies whole rules. The swarm
+(the rules a program leaves out) is drawn once, by the `swarm` initialize
+step, one flag per rule. Drawing this way costs no more than applying the
+rule: no filtered strategy over the rules, and no `st.data()` per argument.
+
+Hypothesis prints a failing program one rule per line, `state.RULE(ARGS)`;
+a rule that draws further values itself (`DRAW`) shows them in the order
+drawn, `data=drawn(...)`, so the printed program reruns as it stands
+(`ci.replay.program`). A rule applies one operation or several (a
+scenario); every operation is one harness step, checked.
 
 Each machine class (and each subclass a test makes) counts on its own.
 """
 
 from __future__ import annotations
 
-import random
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any, ClassVar, Final, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Protocol, TypeVar
 
-from hypothesis import event, note, stateful
+from hypothesis import event, note
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, run_state_machine_as_test
+from hypothesis.errors import InvalidDefinition
+from hypothesis.stateful import (
+    PRECONDITIONS_MARKER,
+    RULE_MARKER,
+    Rule,
+    RuleBasedStateMachine,
+    initialize,
+    run_state_machine_as_test,
+)
+from hypothesis.vendor.pretty import pretty
 
 from properties.registry import exercisable, goals
 from stateful import capture, stats
 from stateful.evidence import Evidence
 from stateful.harness import Harness, StepReport, Subject
+
+if TYPE_CHECKING:
+    from hypothesis.internal.conjecture.data import ConjectureData
 
 STEPS_MIN = 1_000
 """A machine test that ran fewer steps under the loaded profile fails as vacuous."""
@@ -48,10 +67,9 @@ SETUP_STEPS = frozenset({"build", "teardown"})
 SAMPLED_STRATEGIES_MAX = 4_096
 """Distinct `sampled_from` strategies kept built (least recently used go first)."""
 
-RUN_RULES_MAX = 8
-"""Rules one `run_rules` step applies at most (about 5.5 on average)."""
-CONTINUE_CHOICES = 8
-"""A run goes on while a choice in `range(CONTINUE_CHOICES)` is not 0."""
+RULE_REDRAWS_MAX = 3
+"""Draws of a rule index before drawing among the rules enabled (as Hypothesis'
+`sampled_from(...).filter(...)` does)."""
 SWARM_LEVELS = 255
 """A program leaves each rule out with chance level / `SWARM_LEVELS` (swarm)."""
 
@@ -82,8 +100,7 @@ DRAW: Final = _DrawSentinel()
 class MachineRule:
     """One rule of a machine: its method, argument strategies and preconditions.
 
-    Compared and hashed by identity: a run's choice of rule is drawn from a
-    cached `sampled_from` keyed by the rules enabled.
+    Compared and hashed by identity.
     """
 
     name: str
@@ -96,6 +113,18 @@ _RULE = "verify_rule"
 _GUARDS = "verify_guards"
 
 
+def _mark(function: _F, found: MachineRule) -> _F:
+    """Mark `function` as our rule, and as a stateful step Hypothesis can run.
+
+    Hypothesis' marker makes the method one of the machine's stateful rules
+    (it runs and prints it); its arguments and preconditions are ours, drawn
+    and checked by `_RuleDraw`, so Hypothesis' own `Rule` has none.
+    """
+    setattr(function, _RULE, found)
+    setattr(function, RULE_MARKER, Rule((), function, {}, ()))
+    return function
+
+
 def rule(
     **arguments: st.SearchStrategy[Any] | _DrawSentinel,
 ) -> Callable[[_F], _F]:
@@ -106,8 +135,7 @@ def rule(
         found = MachineRule(
             function.__name__, function, tuple(arguments.items()), guards
         )
-        setattr(function, _RULE, found)
-        return function
+        return _mark(function, found)
 
     return mark
 
@@ -120,14 +148,35 @@ def precondition(guard: Callable[[Any], bool]) -> Callable[[_F], _F]:
         setattr(function, _GUARDS, guards)
         found: MachineRule | None = getattr(function, _RULE, None)
         if found is not None:
-            setattr(
+            _mark(
                 function,
-                _RULE,
                 MachineRule(found.name, found.function, found.arguments, guards),
             )
         return function
 
     return mark
+
+
+def refused_decorator(name: str, value: object) -> str | None:
+    """Why a machine's attribute `name` is refused: Hypothesis' own decorators.
+
+    A Hypothesis `@rule` would be drawn beside the machine's rules, through
+    Hypothesis' slow path, and a Hypothesis `@precondition` would never be
+    checked (the machine draws its rules itself).
+    """
+    marker: Rule | None = getattr(value, RULE_MARKER, None)
+    if getattr(value, PRECONDITIONS_MARKER, None) is not None or (
+        marker is not None and marker.preconditions
+    ):
+        used, wanted = "precondition", "precondition"
+    elif marker is not None and marker.function is not value:
+        used, wanted = "rule", "rule"
+    else:
+        return None
+    return (
+        f"{name} uses hypothesis.stateful.{used}; a differential machine's rules "
+        f"use stateful.machine.{wanted}"
+    )
 
 
 @cache
@@ -145,29 +194,57 @@ def machine_rules(machine: type) -> tuple[MachineRule, ...]:
     return tuple(sorted(found, key=lambda rule: (len(rule.arguments), rule.name)))
 
 
-class _Drawer:
-    """`Draw` over a composite strategy's draw function."""
+class Drawn:
+    """`Draw` for one rule: its values, drawn now or replayed from a program.
 
-    __slots__ = ("_draw",)
+    Drawing, it records each value; printed (`data=drawn(3, 'a')`) it shows
+    them in order, and `drawn(3, 'a')` in a printed program hands them back in
+    that order.
+    """
 
-    def __init__(self, draw: st.DrawFn) -> None:
-        self._draw = draw
+    __slots__ = ("_data", "_next", "values")
+
+    def __init__(self, data: ConjectureData | None, values: Sequence[Any] = ()) -> None:
+        """Draw from `data`, or (None) replay `values`."""
+        self._data = data
+        self._next = 0
+        self.values: list[Any] = list(values)
 
     def draw(self, strategy: st.SearchStrategy[_T], label: str | None = None) -> _T:
         """A value of `strategy` (the label is for readers only)."""
         del label
-        return self._draw(strategy)
+        if self._data is None:
+            if self._next >= len(self.values):
+                raise IndexError(f"{self!r} holds {len(self.values)} values only")
+            value: _T = self.values[self._next]
+            self._next += 1
+            return value
+        value = self._data.draw(strategy)
+        self.values.append(value)
+        return value
+
+    def __repr__(self) -> str:
+        """`drawn(V1, V2, ...)`, each value as Hypothesis prints it."""
+        shown = ", ".join(_evaluable(pretty(value)) for value in self.values)
+        return f"drawn({shown})"
 
 
-_CONTINUE = st.integers(0, CONTINUE_CHOICES - 1)
-_LEVEL = st.integers(0, SWARM_LEVELS - 1)
-_SEED = st.integers(0, 2**32 - 1)
+_ENUM_REPR: Final = re.compile(r"<(?P<member>[A-Za-z_]\w*\.[A-Za-z_]\w*): [^<>]*>")
+"""`<Mode.HARD: 'hard'>`: how Hypothesis prints a member of a `str` enum."""
 
 
-@st.composite
-def _rules_run(draw: st.DrawFn, machine: DifferentialMachine) -> int:
-    """Apply a run of rules drawn for `machine`; how many it applied."""
-    return machine._apply_rules(draw)
+def _evaluable(text: str) -> str:
+    """`text` with every `<Enum.MEMBER: value>` written as `Enum.MEMBER`.
+
+    Hypothesis prints a plain enum's member as `Enum.MEMBER`, but a `str` (or
+    `int`) enum's by its `repr`, which Python cannot read back.
+    """
+    return _ENUM_REPR.sub(r"\g<member>", text)
+
+
+def drawn(*values: Any) -> Drawn:
+    """The values a rule drew, in order, for a printed program to rerun."""
+    return Drawn(None, values)
 
 
 @lru_cache(maxsize=SAMPLED_STRATEGIES_MAX)
@@ -189,6 +266,90 @@ def sampled_from(values: Sequence[_T]) -> st.SearchStrategy[_T]:
     return strategy
 
 
+class _SwarmDraw(st.SearchStrategy[tuple[str, ...]]):
+    """The names of the rules a program leaves out: one flag per rule.
+
+    A level first (each rule is left out with chance level / `SWARM_LEVELS`),
+    then every rule's flag in order, as Hypothesis' own feature flags draw:
+    each flag shrinks to False (the rule runs) on its own.
+    """
+
+    def __init__(self, rules: tuple[MachineRule, ...]) -> None:
+        super().__init__()
+        self._names = tuple(rule.name for rule in rules)
+
+    def do_draw(self, data: ConjectureData) -> tuple[str, ...]:
+        level = data.draw_integer(0, SWARM_LEVELS - 1)
+        chance = level / SWARM_LEVELS
+        return tuple(name for name in self._names if data.draw_boolean(chance))
+
+    def __repr__(self) -> str:
+        return f"swarm_flags({len(self._names)} rules)"
+
+
+@cache
+def _swarm_draw(machine: type) -> _SwarmDraw:
+    return _SwarmDraw(machine_rules(machine))
+
+
+@st.composite
+def _swarms(draw: st.DrawFn) -> tuple[str, ...]:
+    """The running machine's swarm (`st.runner()` is the machine)."""
+    machine: type = type(draw(st.runner()))
+    return draw(_swarm_draw(machine))
+
+
+class _RuleDraw(st.SearchStrategy[tuple[Rule, dict[str, Any]]]):
+    """A machine's next rule and its arguments, in one draw (one span).
+
+    The rule is drawn by its index among all the machine's rules; an index
+    whose rule is left out now (a precondition fails, or the swarm left it
+    out) is drawn again, up to `RULE_REDRAWS_MAX` times, and then one of the
+    rules enabled is drawn and its index recorded as the choice made. So a
+    rule's choice reads as that rule in any state (Hypothesis'
+    `RuleStrategy` draws so too), and a shrunk index names a simpler rule.
+    Preconditions are evaluated once per step, each distinct one once.
+    """
+
+    def __init__(self, machine: DifferentialMachine) -> None:
+        super().__init__()
+        self._machine = machine
+
+    def do_draw(self, data: ConjectureData) -> tuple[Rule, dict[str, Any]]:
+        machine = self._machine
+        rules = machine._rules
+        held = {guard: guard(machine) for guard in machine._guards}  # each once
+        enabled = [
+            index
+            for index, found in enumerate(rules)
+            if all(held[guard] for guard in found.guards)
+        ]
+        if not enabled:
+            raise AssertionError(f"no rule of {type(machine).__name__} is enabled")
+        left_out = machine._left_out
+        chosen = [index for index in enabled if index not in left_out] or enabled
+        last = len(rules) - 1
+        for _ in range(RULE_REDRAWS_MAX):
+            index = data.draw_integer(0, last)
+            if index in chosen:
+                break
+        else:
+            index = chosen[data.draw_integer(0, len(chosen) - 1)]
+            data.draw_integer(0, last, forced=index)
+        picked = rules[index]
+        arguments = {
+            name: Drawn(data)
+            if isinstance(strategy, _DrawSentinel)
+            else data.draw(strategy)
+            for name, strategy in picked.arguments
+        }
+        step: Rule = getattr(picked.function, RULE_MARKER)
+        return step, arguments
+
+    def __repr__(self) -> str:
+        return f"rules({type(self._machine).__name__})"
+
+
 class DifferentialMachine(RuleBasedStateMachine):
     """A Hypothesis machine that drives one subject's harness."""
 
@@ -201,8 +362,12 @@ class DifferentialMachine(RuleBasedStateMachine):
     evidence: ClassVar[Evidence] = Evidence()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Give every machine class counters of its own."""
+        """Give every machine class counters of its own; refuse Hypothesis' rules."""
         super().__init_subclass__(**kwargs)
+        for name, value in sorted(vars(cls).items()):
+            refused = refused_decorator(f"{cls.__name__}.{name}", value)
+            if refused is not None:
+                raise InvalidDefinition(refused)
         cls.goals_reached = set()
         cls.goal_counts = {}
         cls.rules_run = set()
@@ -215,52 +380,33 @@ class DifferentialMachine(RuleBasedStateMachine):
         self.harness: Any = None
         self._rules = machine_rules(type(self))
         self._guards = tuple(dict.fromkeys(g for r in self._rules for g in r.guards))
-        self._swarm: frozenset[str] | None = None
-        self._run_strategy = _rules_run(self)
+        self._left_out: frozenset[int] = frozenset()
+        # Hypothesis draws each stateful step from this strategy: ours draws
+        # the machine's rules (see the module's docstring), not Hypothesis'.
+        self._rules_strategy = _RuleDraw(self)  # type: ignore[assignment]
 
-    @stateful.rule(data=st.data())
-    def run_rules(self, data: st.DataObject) -> None:
-        """Apply a run of rules (see the module's docstring)."""
-        data.draw(self._run_strategy, label="rules")
+    @initialize(off=_swarms())
+    def swarm(self, off: tuple[str, ...]) -> None:
+        """Leave the rules named `off` out of this program (swarm testing).
 
-    def _apply_rules(self, draw: st.DrawFn) -> int:
-        """Draw and apply up to `RUN_RULES_MAX` rules."""
-        drawer = _Drawer(draw)
-        if self._swarm is None:
-            self._swarm = self._draw_swarm(draw)
-        applied = 0
-        while applied == 0 or (applied < RUN_RULES_MAX and draw(_CONTINUE) != 0):
-            held = {guard: guard(self) for guard in self._guards}  # each once
-            enabled = [
-                rule for rule in self._rules if all(held[g] for g in rule.guards)
-            ]
-            if not enabled:
-                raise AssertionError(f"no rule of {type(self).__name__} is enabled")
-            chosen = [rule for rule in enabled if rule.name not in self._swarm]
-            picked = draw(sampled_from(chosen or enabled))
-            arguments = {
-                name: drawer if isinstance(strategy, _DrawSentinel) else draw(strategy)
-                for name, strategy in picked.arguments
-            }
-            note(_RuleNote(picked.name, arguments))
-            picked.function(self, **arguments)
-            applied += 1
-        return applied
-
-    def _draw_swarm(self, draw: st.DrawFn) -> frozenset[str]:
-        """The rules this program leaves out (swarm testing).
-
-        Two choices: a level, and a seed that spreads it over the rules
-        (each is left out with chance level / `SWARM_LEVELS`). Shrinking moves
-        the level to 0 first, which leaves nothing out.
+        Every rule left out, or every rule enabled left out, leaves none out.
         """
-        level = draw(_LEVEL)
-        if level == 0:
-            return frozenset()
-        spread = random.Random(draw(_SEED))  # noqa: S311 - a choice, not a secret
-        return frozenset(
-            rule.name for rule in self._rules if spread.randrange(SWARM_LEVELS) < level
+        names = set(off)
+        self._left_out = frozenset(
+            index for index, found in enumerate(self._rules) if found.name in names
         )
+
+    def _pretty_print(self, value: object) -> object:
+        """As Hypothesis prints an argument; a rule's own draws when printed.
+
+        Hypothesis formats a step's arguments before it runs the step and
+        prints the line after; a `Drawn` is shown as it stands then, with
+        every value the rule drew.
+        """
+        if isinstance(value, Drawn):
+            return value
+        shown: str = super()._pretty_print(value)  # type: ignore[no-untyped-call]
+        return _evaluable(shown)
 
     def _start(self, harness: Harness[Any, Any]) -> None:
         """Drive `harness` from now on; a final replay becomes a trace."""
@@ -292,29 +438,6 @@ class DifferentialMachine(RuleBasedStateMachine):
         return report
 
 
-class _RuleNote:
-    """`state.RULE(ARGUMENTS)`, as Hypothesis prints a rule it ran (lazily).
-
-    A rule drawing further values itself shows `data=data(...)`; the steps
-    it took follow as `_StepNote`s.
-    """
-
-    __slots__ = ("arguments", "name")
-
-    def __init__(self, name: str, arguments: dict[str, Any]) -> None:
-        """Remember the rule and its arguments."""
-        self.name = name
-        self.arguments = arguments
-
-    def __repr__(self) -> str:
-        """The note as Hypothesis prints it."""
-        shown = ", ".join(
-            f"{key}=data(...)" if isinstance(value, _Drawer) else f"{key}={value!r}"
-            for key, value in self.arguments.items()
-        )
-        return f"state.{self.name}({shown})"
-
-
 class _StepNote:
     """`step N: OP -> OUTCOME`, formatted only if Hypothesis shows the note.
 
@@ -332,7 +455,7 @@ class _StepNote:
     def __repr__(self) -> str:
         """The note as Hypothesis prints it."""
         report = self.report
-        return f"step {report.index}: {report.op} -> {report.expected}"
+        return f"# step {report.index}: {report.op} -> {report.expected}"
 
 
 def rules_of(machine: type[DifferentialMachine]) -> list[str]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,6 +37,8 @@ from stateful import capture
 from stateful.affinity_machine import AffinityMachine
 
 REPO = Path(__file__).resolve().parent.parent
+PROGRAM_TIMEOUT_S = 120
+"""A program.py run: seconds before the test gives up on it."""
 TEST = "tests/test_x.py::test_the_machine[native]"
 STAMP = "20260101T000000.000000Z"
 """A fixed stamp: these tests never depend on the wall clock."""
@@ -162,12 +166,49 @@ def test_the_meta_records_versions_profile_commit_blob_and_check(
 
 
 def test_the_printed_program_is_kept_as_a_program(folder: Path) -> None:
-    """program.py starts from `state = ...` and names the reproduction decorator."""
+    """program.py builds the test's machine, one `state.RULE(...)` line per rule."""
     program = (folder / "program.py").read_text()
 
-    assert "state = Canary_forgetful_release()" in program
-    assert any(f"state.{rule}(" in program for rule in RELEASING_RULES)
+    assert "class Machine(AffinityMachine):" in program
+    assert "    state = Machine()" in program
+    assert "run_rules" not in program
+    assert any(f"    state.{rule}(" in program for rule in RELEASING_RULES)
     assert "@reproduce_failure(" in program
+
+
+def _program(folder: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(  # noqa: S603 - this interpreter, a file the test wrote
+        [sys.executable, str(folder / "program.py")],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=PROGRAM_TIMEOUT_S,
+        check=False,
+    )
+
+
+def test_program_py_reproduces_the_failure_in_a_fresh_process(folder: Path) -> None:
+    """Run as a script from the checkout, program.py fails with the same difference."""
+    meta = json.loads((folder / "meta.json").read_text())
+
+    ran = _program(folder)
+
+    assert 1 == ran.returncode, ran.stdout + ran.stderr
+    assert meta["failing_check"]["difference"] in ran.stderr
+    assert ran.stderr.endswith("program.py: the failure reproduces\n")
+
+
+def test_program_py_refuses_another_build_in_one_line(folder: Path) -> None:
+    """Against a binding that is not the build it names, exit 2 and one line."""
+    program = folder / "program.py"
+    text = program.read_text()
+    program.write_text(text.replace("'crate_version': '", "'crate_version': '0.0.0-"))
+
+    ran = _program(folder)
+
+    assert 2 == ran.returncode
+    assert 1 == len(ran.stderr.splitlines())
+    assert ran.stderr.startswith("program.py: error: the program was found on ")
 
 
 def test_the_artifact_replays_as_a_divergence_against_its_canary(
@@ -228,11 +269,11 @@ def test_reproductions_are_read_from_the_failure_text() -> None:
     assert 1234 == found.seed
 
 
-def test_program_lines_keep_statements_and_comment_draws() -> None:
-    """The machine's own step notes are dropped; draws become comments."""
-    notes = ["state = M()", "step 1: Advance(now_ns=1) -> ok", "Draw 1 (x): 3", "y"]
+def test_program_lines_keep_the_statements_only() -> None:
+    """The machine's own notes (steps, the configuration) are dropped."""
+    notes = ["state = M()", "# step 1: Advance(now_ns=1) -> ok", "config: C()", "y"]
 
-    assert ["state = M()", "# Draw 1 (x): 3"] == program_lines(notes)
+    assert ["state = M()"] == program_lines(notes)
 
 
 def test_folder_names_are_file_system_safe() -> None:

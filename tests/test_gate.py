@@ -37,7 +37,7 @@ from stateful.affinity_machine import AffinityMachine
 from stateful.machine import rules_of
 from stateful.queue_machine import QueueMachine
 
-SHORT = settings(max_examples=5, stateful_step_count=10)
+SHORT = settings(max_examples=5, stateful_step_count=40)
 Short = type("Short", (AffinityMachine,), {})
 ShortQueue = type("ShortQueue", (QueueMachine,), {})
 
@@ -97,15 +97,14 @@ Beside it, the same machine unweakened under the same settings (the control).
 
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import rule
 
 from model.affinity.ops import Advance
 from model.affinity.table import Binding
 from model.affinity.types import Target
 from stateful.affinity_machine import AffinityMachine, _next_tick_ns
-from stateful.machine import run_and_check
+from stateful.machine import rule, run_and_check
 
-SHORT = settings(max_examples=30, stateful_step_count=40, derandomize=True)
+SHORT = settings(max_examples=30, stateful_step_count=160, derandomize=True)
 TAGS = ("runtime", "runtime_reaper")
 
 

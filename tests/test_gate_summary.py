@@ -31,7 +31,7 @@ from stateful.queue_subject import model_factory
 from stateful.replica_network import ReplicaNetworkMachine
 
 SHORT = settings(
-    max_examples=5, stateful_step_count=20, derandomize=True, database=None
+    max_examples=5, stateful_step_count=80, derandomize=True, database=None
 )
 """A few short programs: enough for every table to have rows."""
 CONSOLE_WIDTH = 400

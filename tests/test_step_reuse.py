@@ -65,7 +65,7 @@ def test_the_machine_carries_the_models_state_between_its_steps() -> None:
         Checked,
         settings=settings(
             max_examples=EXAMPLES,
-            stateful_step_count=6,
+            stateful_step_count=24,
             derandomize=True,
             database=None,
             deadline=None,

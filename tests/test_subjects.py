@@ -252,7 +252,7 @@ class CounterKind(TraceKind):
 KIND = CounterKind()
 CANARIES: dict[str, Callable[[int], Any]] = {"forgetful_reset": ForgetfulReset}
 CAUGHT_BY: dict[str, str] = {"forgetful_reset": "states_agree"}
-SHORT = settings(max_examples=40, stateful_step_count=30, derandomize=True)
+SHORT = settings(max_examples=40, stateful_step_count=120, derandomize=True)
 
 
 def counter_table(records: list[dict[str, Any]]) -> Table | None:

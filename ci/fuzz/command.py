@@ -52,7 +52,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ci.cli import OneLineParser, UsageError, output_folder, positive_int
-from ci.profiles import EXAMPLES, RUNS_PER_PROGRAM
+from ci.profiles import EXAMPLES, RULES_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     artifacts_root,
@@ -129,8 +129,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--runs",
         type=positive_int,
-        default=RUNS_PER_PROGRAM["fuzz"],
-        help="runs of operations per program (1 to 8 operations each)",
+        default=RULES_PER_PROGRAM["fuzz"],
+        help="rules per program (Hypothesis stateful steps)",
     )
     parser.add_argument("--batches", type=positive_int, default=None, help="per worker")
     parser.add_argument("--seed", type=int, default=None, help="derive batch seeds")

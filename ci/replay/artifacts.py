@@ -8,7 +8,9 @@ this pytest plugin (loaded with `-p ci.replay.artifacts`) writes
         minimal.json    the same failure with steps deleted (`ci/replay/minimize.py`)
         repro.rs        the minimized trace (else the trace) as a self-contained Rust
                         test of the crate (`ci/replay/rust/`), or why it cannot be one
-        program.py      the program Hypothesis printed (`state = AffinityMachine()` ...)
+        program.py      the program Hypothesis printed, one `state.RULE(...)` line per
+                        rule, as a script that reruns it against the build it
+                        names (`ci/replay/program.py`)
         failure.txt     the whole failure: message, notes, traceback, captured output
         meta.json       test, machine, system under test, failing check, profile
                         and its settings, git commit, Hypothesis, crate and Python
@@ -58,6 +60,7 @@ GIT_TIMEOUT_S: Final[int] = 10
 REPLAY_PROPERTY: Final[str] = "replay"
 MINIMAL_FILE: Final[str] = "minimal.json"
 REPRO_FILE: Final[str] = "repro.rs"
+PROGRAM_FILE: Final[str] = "program.py"
 MINIMIZE_STEPS_MAX: Final[int] = 2_000
 """Longer failing programs are not minimized when the artifact is written."""
 MINIMIZE_REPLAYS_MAX: Final[int] = 500
@@ -116,17 +119,39 @@ def reproductions(text: str) -> list[Reproduction]:
 def program_lines(notes: Sequence[str]) -> list[str]:
     """The program Hypothesis printed, from an exception's notes.
 
-    Program lines start with `state`; Hypothesis' `Draw n (label): value`
-    lines become comments; the machine's own notes (`step n: ...`) are
-    dropped, since trace.json holds each step with its outcome.
+    Program steps start with `state` (a step may span lines); the machine's
+    own notes (`# step n: ...`, `config: ...`) are dropped, since trace.json
+    holds each step with its outcome.
     """
-    lines = []
-    for note in notes:
-        if note.startswith("state"):
-            lines.append(note)
-        elif note.startswith("Draw "):
-            lines.append(f"# {note}")
-    return lines
+    return [note for note in notes if note.startswith("state")]
+
+
+def program_text(
+    run: FinalRun,
+    subject: str,
+    sut: str,
+    program: Sequence[str],
+    comments: Sequence[str],
+) -> str:
+    """`program.py`: the printed program as a script, or as comments with why not."""
+    from ci.replay.program import ProgramError, script  # noqa: PLC0415 - on failure only
+
+    why = "the final replay did not name its machine class"
+    if run.machine_class is not None:
+        try:
+            return script(
+                machine=run.machine_class,
+                subject=subject,
+                sut=sut,
+                factory=run.harness.factory,
+                program=program,
+                build=crate_versions(),
+                comments=comments,
+            )
+        except ProgramError as error:
+            why = str(error)
+    lines = [*comments, f"It cannot be rerun as a script: {why}.", *program]
+    return "".join(f"# {line}\n" for text in lines for line in text.splitlines())
 
 
 def exception_notes(error: BaseException) -> list[list[str]]:
@@ -360,23 +385,24 @@ def write_artifact(
     _write_repro(folder)
 
     reproduction = reproductions(failure_text)[0]
-    program = program_lines(notes)
-    header = [
-        f"# The program Hypothesis printed for {test}.",
-        "# Replay it without Hypothesis: " + replay_command(folder, sut),
+    comments = [
+        f"The program Hypothesis printed for {test}, as a script.",
+        "Replay it without Hypothesis: " + replay_command(folder, sut),
     ]
     if minimal_steps is not None:
-        header.append(
-            f"# A {minimal_steps}-step version: "
+        comments.append(
+            f"A {minimal_steps}-step version: "
             + replay_command(folder / MINIMAL_FILE, sut)
         )
-    header.append(f"# The same as a Rust test of the crate: {REPRO_FILE}")
+    comments.append(f"The same as a Rust test of the crate: {REPRO_FILE}")
     if reproduction.decorator is not None:
-        header.append(
-            f"# Rerun it under Hypothesis {reproduction.hypothesis_version}: "
+        comments.append(
+            f"Rerun it under Hypothesis {reproduction.hypothesis_version}: "
             f"decorate the test with {reproduction.decorator}"
         )
-    (folder / "program.py").write_text("\n".join([*header, "", *program]) + "\n")
+    (folder / PROGRAM_FILE).write_text(
+        program_text(run, subject, sut, program_lines(notes), comments)
+    )
     (folder / "failure.txt").write_text(failure_text)
 
     commit, dirty = git_state()

@@ -53,7 +53,7 @@ from ci.cli import (
     write_failed,
     write_results,
 )
-from ci.profiles import EXAMPLES, RUNS_PER_PROGRAM
+from ci.profiles import EXAMPLES, RULES_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     artifacts_root,
@@ -425,7 +425,7 @@ def soak(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
         settings={
             "profile": f"{arguments.profile}-seeded",
             "max_examples": examples,
-            "stateful_step_count": RUNS_PER_PROGRAM[arguments.profile],
+            "stateful_step_count": RULES_PER_PROGRAM[arguments.profile],
             "targets": {target.name: target.nodeid for target in targets},
             "first_seed": arguments.first_seed,
             "seeds": arguments.seeds,
