@@ -635,4 +635,6 @@ def _main(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run
+
+    run("ci.build_local", main)

@@ -217,4 +217,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run
+
+    run("ci.queue_parity", main)

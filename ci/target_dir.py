@@ -137,4 +137,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run
+
+    run("ci.target_dir", main)

@@ -63,8 +63,10 @@ from ci.cli import (
     OneLineParser,
     UsageError,
     WriteFailed,
+    input_folder,
     output_folder,
     positive_seconds,
+    separate,
     write_failed,
 )
 from ci.mutants.cargo_mutants import (
@@ -346,7 +348,10 @@ def main_merge(argv: Sequence[str]) -> int:
     )
     try:
         args = parser.parse_args(argv)
+        for folder in [*args.folders, *args.recheck]:
+            input_folder(folder, "merge")
         output_folder(args.out, "--out")
+        separate([*args.folders, *args.recheck], [("--out", args.out)])
         merged = merge(args.folders, args.recheck)
     except (UsageError, MergeError) as error:
         print(f"ci.mutants merge: error: {error}", file=sys.stderr)
@@ -410,4 +415,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run
+
+    run("ci.mutants", main)

@@ -36,7 +36,9 @@ from ci.cli import (
     OneLineParser,
     UsageError,
     WriteFailed,
+    input_folder,
     output_folder,
+    separate,
     write_failed,
 )
 from ci.inputs import (
@@ -310,8 +312,11 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--repo", type=Path, default=REPO_ROOT)
     try:
         arguments = parser.parse_args(argv)
+        for folder in arguments.folders:
+            input_folder(folder, "merge")
         if arguments.out is not None:
             output_folder(arguments.out, "--out")
+            separate(arguments.folders, [("--out", arguments.out)])
         document = merge(
             arguments.folders, repo=arguments.repo, mixed_code=arguments.mixed_code
         )

@@ -310,4 +310,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run
+
+    run("ci.replay.corpus.scheduler_scenarios", main)
