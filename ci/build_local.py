@@ -635,6 +635,6 @@ def _main(argv: list[str] | None) -> int:
 
 
 if __name__ == "__main__":
-    from ci.cli import run
+    from ci.cli import run_command
 
-    run("ci.build_local", main)
+    run_command("ci.build_local", main)

@@ -78,7 +78,7 @@ class OneLineParser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
-def run(prog: str, main: Callable[[], int]) -> NoReturn:
+def run_command(prog: str, main: Callable[[], int]) -> NoReturn:
     """Exit with `main()`'s status; a failing standard output is not a crash.
 
     A closed reader (`| head`) ends the command quietly with
@@ -177,14 +177,25 @@ def separate(inputs: Iterable[Path], outputs: Iterable[tuple[str, Path]]) -> Non
 
 
 def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    """An argparse type: a whole number of at least 1, in ASCII digits."""
+    value = whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
     return value
+
+
+def whole_number(text: str) -> int:
+    """An argparse type: a whole number written in ASCII digits (and a sign).
+
+    `int()` also reads other scripts' digits (`int("\u0663")` is 3); a seed
+    or a count on a command line is ASCII, so those are refused.
+    """
+    if not text.isascii():
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
 def positive_seconds(text: str) -> float:

@@ -217,6 +217,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from ci.cli import run
+    from ci.cli import run_command
 
-    run("ci.queue_parity", main)
+    run_command("ci.queue_parity", main)

@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run() -> int:
-    """`main`, with a failing standard output answered as `ci.cli.run` does.
+    """`main`, with a failing standard output answered as `ci.cli.run_command` does.
 
     A closed reader (`| head`) ends quietly with 141 (128 + SIGPIPE); a full
     disk is one line and exit 1.

@@ -3,6 +3,6 @@
 from ci.explore.command import main
 
 if __name__ == "__main__":
-    from ci.cli import run
+    from ci.cli import run_command
 
-    run("ci.explore", main)
+    run_command("ci.explore", main)

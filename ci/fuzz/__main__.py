@@ -3,6 +3,6 @@
 from ci.fuzz.command import main
 
 if __name__ == "__main__":
-    from ci.cli import run
+    from ci.cli import run_command
 
-    run("ci.fuzz", main)
+    run_command("ci.fuzz", main)

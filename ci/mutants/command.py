@@ -209,7 +209,10 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         "(binding features detected from it, e.g. manual-clock)",
     )
     parser.add_argument(
-        "--out", type=Path, default=REPO / "ci" / "artifacts" / "mutants"
+        "--out",
+        type=Path,
+        default=None,
+        help="where the run folders go (default ci/artifacts/mutants)",
     )
     parser.add_argument(
         "--binding-profile",
@@ -224,6 +227,21 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         help="always finish with pip install -e . (default: only if needed)",
     )
     args = parser.parse_args(argv)
+    if args.smoke:  # one fixed mutant, no report: what would these change?
+        unused = [
+            flag
+            for flag, given in (
+                ("--ids", args.ids),
+                ("--shard", args.shard != ((1, 1),)),
+                ("--resume", args.resume),
+                ("--out", args.out is not None),
+                ("--list", args.list),
+            )
+            if given
+        ]
+        if unused:
+            raise UsageError(f"--smoke does not use {', '.join(unused)}")
+    args.out = args.out or REPO / "ci" / "artifacts" / "mutants"
     output_folder(args.out, "--out")
     output_folder(args.work_dir, "--work-dir")
     config = Config(
@@ -348,9 +366,9 @@ def main_merge(argv: Sequence[str]) -> int:
     )
     try:
         args = parser.parse_args(argv)
+        output_folder(args.out, "--out")
         for folder in [*args.folders, *args.recheck]:
             input_folder(folder, "merge")
-        output_folder(args.out, "--out")
         separate([*args.folders, *args.recheck], [("--out", args.out)])
         merged = merge(args.folders, args.recheck)
     except (UsageError, MergeError) as error:
@@ -415,6 +433,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from ci.cli import run
+    from ci.cli import run_command
 
-    run("ci.mutants", main)
+    run_command("ci.mutants", main)

@@ -430,6 +430,6 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
 
 
 if __name__ == "__main__":
-    from ci.cli import run
+    from ci.cli import run_command
 
-    run("ci.replay", main)
+    run_command("ci.replay", main)

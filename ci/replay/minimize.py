@@ -173,6 +173,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    from ci.cli import run
+    from ci.cli import run_command
 
-    run("ci.replay.minimize", main)
+    run_command("ci.replay.minimize", main)

@@ -312,10 +312,11 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--repo", type=Path, default=REPO_ROOT)
     try:
         arguments = parser.parse_args(argv)
+        if arguments.out is not None:
+            output_folder(arguments.out, "--out")
         for folder in arguments.folders:
             input_folder(folder, "merge")
         if arguments.out is not None:
-            output_folder(arguments.out, "--out")
             separate(arguments.folders, [("--out", arguments.out)])
         document = merge(
             arguments.folders, repo=arguments.repo, mixed_code=arguments.mixed_code
