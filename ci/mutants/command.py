@@ -367,8 +367,9 @@ def main_merge(argv: Sequence[str]) -> int:
     try:
         args = parser.parse_args(argv)
         output_folder(args.out, "--out")
-        for folder in [*args.folders, *args.recheck]:
-            input_folder(folder, "merge")
+        for folder in [*args.folders, *args.recheck]:  # missing: the reader says
+            if folder.exists():
+                input_folder(folder, "merge")
         separate([*args.folders, *args.recheck], [("--out", args.out)])
         merged = merge(args.folders, args.recheck)
     except (UsageError, MergeError) as error:
