@@ -85,6 +85,9 @@ def run_command(prog: str, main: Callable[[], int]) -> NoReturn:
     `EXIT_CLOSED_STDOUT`; a full disk (`> /dev/full`) is one line and exit 1.
     Standard output is flushed here, so a failure shows while we can answer it.
     """
+    rich_console = sys.modules.get("rich.console")
+    if rich_console is not None:  # rich would exit 1 on its own: answer it here
+        rich_console.Console.on_broken_pipe = _closed_pipe
     try:
         status = main()
         sys.stdout.flush()
@@ -100,6 +103,12 @@ def run_command(prog: str, main: Callable[[], int]) -> NoReturn:
         sys.stderr.flush()
         os._exit(EXIT_WRITE_FAILED)
     sys.exit(status)
+
+
+def _closed_pipe(console: object) -> NoReturn:
+    """A rich console's closed pipe, raised on to `run_command` like print's."""
+    del console
+    raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
 
 
 def _silence_stdout() -> None:

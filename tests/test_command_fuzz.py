@@ -31,13 +31,17 @@ by case in `test_command_contracts.py`.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import contextlib
 import errno
+import importlib
 import io
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -211,6 +215,122 @@ def test_hostile_arguments_are_refused_in_one_line(
         assert before == _snapshot(folder, artifacts)
 
     refused()
+
+
+class _Parsed(BaseException):
+    """Raised from `parse_args` to stop a command once its parser is built."""
+
+
+def _parsers_of(module: str) -> list[argparse.ArgumentParser]:
+    """The parsers `module`'s `main` builds (a merge's too), with subcommands'."""
+    imported = importlib.import_module(module)
+    if not hasattr(imported, "main"):
+        imported = importlib.import_module(f"{module}.__main__")
+    mains: list[tuple[Callable[[list[str]], object], list[str]]] = [
+        (imported.main, [UNKNOWN_FLAG])
+    ]
+    if module in {"ci.mutants", "ci.soak"}:
+        merge = importlib.import_module(f"{module}.command").main
+        if module == "ci.soak":
+            merge = importlib.import_module("ci.soak.merge").main
+            mains.append((merge, []))
+        else:
+            mains.append((merge, ["merge"]))
+    found: list[argparse.ArgumentParser] = []
+
+    def captured(self: argparse.ArgumentParser, *_: object, **__: object) -> None:
+        found.append(self)
+        raise _Parsed
+
+    with mock.patch.object(argparse.ArgumentParser, "parse_args", captured):
+        for main, argv in mains:
+            with contextlib.suppress(_Parsed):
+                main(argv)
+    subparsers = [
+        parser
+        for found_parser in found
+        for action in found_parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for parser in action.choices.values()
+    ]
+    return found + subparsers
+
+
+@pytest.mark.parametrize("module", ENTRY_POINTS)
+def test_no_prefix_of_an_option_stands_for_it(module: str) -> None:
+    """Every long option of every parser: none of its prefixes selects it.
+
+    argparse's default takes `--upd` for `--update-counts`; with prefixes an
+    unknown flag could pick a destructive one. Each prefix of 3 characters or
+    more that is not itself an option must be unknown to the parser.
+    """
+    parsers = _parsers_of(module)
+
+    assert parsers, f"{module} built no parser"
+    for parser in parsers:
+        options = {
+            option
+            for action in parser._actions
+            for option in action.option_strings
+            if option.startswith("--")
+        }
+        for option in sorted(options):
+            for end in range(3, len(option)):
+                prefix = option[:end]
+                if prefix in options:
+                    continue
+                parsed = parser._parse_optional(prefix)
+                assert parsed is None or parsed[0] is None, (module, option, prefix)
+
+
+PRINTING = (
+    ("properties",),
+    ("ci.production",),
+    ("ci.probe", "--table"),
+    ("ci.replay", "ci/replay/corpus/b16_virtual_ttl.json"),
+)
+"""Commands that print a page or more on standard output, doing no other work."""
+
+
+@pytest.mark.parametrize("argv", PRINTING, ids=" ".join)
+def test_a_closed_standard_output_ends_the_command_quietly(argv: Sequence[str]) -> None:
+    """`| head` closed the pipe: exit 141 (128 + SIGPIPE), nothing on stderr."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        completed = subprocess.run(  # noqa: S603 - this interpreter, fixed arguments
+            [sys.executable, "-m", *argv],
+            cwd=REPO,
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=COMMAND_TIMEOUT_S,
+        )
+    finally:
+        os.close(writer)
+
+    assert cli.EXIT_CLOSED_STDOUT == completed.returncode, completed.stderr
+    assert "" == completed.stderr
+
+
+@pytest.mark.parametrize("argv", PRINTING, ids=" ".join)
+def test_a_full_standard_output_is_one_line_and_exit_one(argv: Sequence[str]) -> None:
+    """`> /dev/full`: one `COMMAND: error: cannot write` line, exit 1."""
+    with Path("/dev/full").open("wb") as full:
+        completed = subprocess.run(  # noqa: S603 - this interpreter, fixed arguments
+            [sys.executable, "-m", *argv],
+            cwd=REPO,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=COMMAND_TIMEOUT_S,
+        )
+
+    lines = completed.stderr.splitlines()
+    assert 1 == completed.returncode, completed.stderr
+    assert [f"{argv[0]}: error: cannot write: No space left on device"] == lines
 
 
 # ---- corrupted real inputs -------------------------------------------------------
