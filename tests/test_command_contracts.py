@@ -26,6 +26,11 @@ TRACE = str(
     Path(__file__).resolve().parent.parent / "ci/replay/corpus/b16_virtual_ttl.json"
 )
 """A corpus trace (it agrees, so it needs no minimizing)."""
+HISTORY = (
+    Path(__file__).resolve().parent.parent
+    / "ci/replay/corpus/histories/replica_update_races_a_commit.json"
+)
+"""A corpus history, lengthened past the cap of calls."""
 
 CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     # An output never overwrites an input (it is, contains or lies inside one).
@@ -79,6 +84,9 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         "no example database there",
     ),
     ("ci.gate", ("--profile", "pr", "stray"), "unexpected argument 'stray'"),
+    # Caps on the work a file describes, stated in the refusal.
+    ("ci.queue_parity", ("--compare", "{many_programs}"), "exceed the cap of 20000"),
+    ("ci.replay", ("{long_history}",), "151 calls exceed the cap of 128 per history"),
     # Digits of other scripts are no number; control characters are escaped.
     ("ci.soak", ("--seeds", "\u0663"), "not a whole number: '\u0663'"),
     ("ci.fuzz", ("--workers", "1", "--seed", "\u0663"), "not a whole number"),
@@ -230,6 +238,16 @@ def _inputs(folder: Path) -> dict[str, Path]:
     }
     places["file"].write_text("not a folder\n")
     os.mkfifo(places["fifo"])
+    places["many_programs"] = folder / "many.json"
+    record = {"format": "queue-parity/1", "build": "b", "results": [[]] * 20_001}
+    places["many_programs"].write_text(json.dumps(record))
+    places["long_history"] = folder / "history.json"
+    history = json.loads(HISTORY.read_text(encoding="utf-8"))
+    history["steps"] = [
+        {**history["steps"][index % len(history["steps"])], "index": index + 1}
+        for index in range(151)
+    ]
+    places["long_history"].write_text(json.dumps(history))
     places["empty_record"].write_text(
         '{"format": "queue-parity/1", "build": "b", "results": []}\n'
     )
