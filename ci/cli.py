@@ -89,7 +89,10 @@ def run_command(prog: str, main: Callable[[], int]) -> NoReturn:
     if rich_console is not None:  # rich would exit 1 on its own: answer it here
         rich_console.Console.on_broken_pipe = _closed_pipe
     try:
-        status = main()
+        try:
+            status: str | int | None = main()
+        except SystemExit as exit_:  # argparse's --help: flushed here too
+            status = exit_.code
         sys.stdout.flush()
     except BrokenPipeError:
         _silence_stdout()
