@@ -64,6 +64,7 @@ from ci.cli import (
     UsageError,
     WriteFailed,
     input_folder,
+    one_line,
     output_folder,
     positive_seconds,
     separate,
@@ -348,6 +349,16 @@ def _main_smoke(work_dir: Path) -> int:
     return 0 if verdict.outcome == "caught" else 1
 
 
+def _main_list(config: Config) -> int:
+    """`--list`: the plan and diffs; an id the set does not hold is a usage error."""
+    try:
+        list_plan(config)
+    except MutantsError as error:
+        print(f"ci.mutants: error: {one_line(str(error))}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
+
+
 def main_merge(argv: Sequence[str]) -> int:
     """`merge DIR... [--out DIR]`: one report from shards' reports; 2 on refusal."""
     parser = OneLineParser(
@@ -410,8 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ci.mutants: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.list:
-        list_plan(config)
-        return 0
+        return _main_list(config)
     if args.smoke:
         return _main_smoke(config.work_dir)
     signal.signal(signal.SIGTERM, _terminate)
