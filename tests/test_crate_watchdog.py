@@ -90,3 +90,22 @@ def test_calls_that_return_leave_no_call_in_progress() -> None:
 
     assert calls + 2 == lib._WATCHDOG.call
     assert not lib._WATCHDOG.busy
+
+
+def test_the_sweep_reads_a_deadlock_as_a_named_catch() -> None:
+    """ci.mutants' judge: the watchdog's line is a catch, its test and check named."""
+    from ci.mutants.judge import judge_pytest  # noqa: PLC0415 - the judge under test
+    from ci.processes import ProcessResult  # noqa: PLC0415
+
+    test = "tests/test_affinity_sink_reentry.py::test_a[join_initializing]"
+    line = "deadlock: join_initializing did not return within 10000 ms"
+    output = f"..{line} ({test})\n"
+
+    verdict = judge_pytest(ProcessResult(returncode=1, seconds=12.0, output=output))
+
+    assert ("caught", test, "deadlock", line) == (
+        verdict.outcome,
+        verdict.test_id,
+        verdict.check,
+        verdict.detail,
+    )

@@ -79,9 +79,10 @@ class _Watchdog:
     depends on it.
     """
 
-    __slots__ = ("busy", "call", "limit_ms", "name", "started")
+    __slots__ = ("before_exit", "busy", "call", "limit_ms", "name", "started")
 
     def __init__(self) -> None:
+        self.before_exit: list[Callable[[], object]] = []
         self.call = 0  # calls entered so far: progress
         self.busy = False  # a call is in progress
         self.name = ""  # the adapter method of the latest call
@@ -118,6 +119,9 @@ class _Watchdog:
                 path.parent.mkdir(parents=True, exist_ok=True)
                 path.write_text(json.dumps(note, indent=2) + "\n", encoding="utf-8")
                 line += f"; noted in {path}"
+        for callback in self.before_exit:  # a test runner's capture, say
+            with contextlib.suppress(Exception):
+                callback()
         with contextlib.suppress(OSError, ValueError):
             sys.stderr.write(line.replace("\n", " ") + "\n")
             sys.stderr.flush()
@@ -125,6 +129,11 @@ class _Watchdog:
 
 
 _WATCHDOG: Final[_Watchdog] = _Watchdog()
+
+
+def before_deadlock_exit(callback: Callable[[], object]) -> None:
+    """Run `callback` before the watchdog's line (pytest: stop capturing stderr)."""
+    _WATCHDOG.before_exit.append(callback)
 
 
 class Translation:
