@@ -24,3 +24,8 @@ def pytest_configure(config: pytest.Config) -> None:
     choice = config.getoption("--sut")
     if choice is not None:
         os.environ[SUT_ENV] = choice
+    capture = config.pluginmanager.getplugin("capturemanager")
+    if capture is not None:  # the crate watchdog's line reaches the terminal
+        from impl.adapter.lib import before_deadlock_exit  # noqa: PLC0415 - lazy
+
+        before_deadlock_exit(lambda: capture.suspend_global_capture(in_=False))

@@ -18,41 +18,196 @@ kept instead, never a traceback.
 from __future__ import annotations
 
 import argparse
+import errno
 import math
 import os
 import secrets
+import stat
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Final, NoReturn
+from typing import Any, Final, NoReturn
 
 EXIT_WRITE_FAILED: Final[int] = 1
 """The work ran, but its result could not be written where asked."""
+EXIT_CLOSED_STDOUT: Final[int] = 141
+"""A reader closed our standard output (`| head`): 128 + SIGPIPE, the status a
+shell reports for git or cargo ended by the closed pipe. Nothing is printed."""
 KEPT_PREFIX: Final[str] = "dynamo-verify-kept-"
+KERNEL_FOLDERS: Final[tuple[Path, ...]] = (Path("/proc"), Path("/sys"))
+"""Kernel file systems: nothing a command writes belongs there (as root,
+`os.access` says yes to them, and the first write fails)."""
+
+
+def one_line(text: str) -> str:
+    r"""`text` with every control character escaped, so that it prints as one line.
+
+    Only control characters change (a newline becomes `\n`, an escape
+    `\x1b`), so escaping twice changes nothing more.
+    """
+    return "".join(
+        char if char.isprintable() or char == " " else ascii(char)[1:-1]
+        for char in text
+    )
 
 
 class UsageError(Exception):
     """The command cannot run; the message is the one line to print."""
 
+    def __init__(self, message: object = "") -> None:
+        """Keep `message` with its control characters escaped (one line)."""
+        super().__init__(one_line(str(message)))
+
 
 class OneLineParser(argparse.ArgumentParser):
-    """An argument parser whose errors are one line and a `UsageError`."""
+    """An argument parser whose errors are one line and a `UsageError`.
+
+    No prefix of an option stands for it (`allow_abbrev=False`, inherited by
+    subcommands' parsers): an abbreviation is refused as an unknown option,
+    never taken for a destructive flag that happens to start with it.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """An `argparse.ArgumentParser` that takes no abbreviations."""
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
         """Raise instead of printing usage and exiting."""
         raise UsageError(message)
 
 
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number of at least 1."""
+def run_command(prog: str, main: Callable[[], int]) -> NoReturn:
+    """Exit with `main()`'s status; a failing standard output is not a crash.
+
+    A closed reader (`| head`) ends the command quietly with
+    `EXIT_CLOSED_STDOUT`; a full disk (`> /dev/full`) is one line and exit 1.
+    Standard output is flushed here, so a failure shows while we can answer it.
+    """
+    rich_console = sys.modules.get("rich.console")
+    if rich_console is not None:  # rich would exit 1 on its own: answer it here
+        rich_console.Console.on_broken_pipe = _closed_pipe
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        try:
+            status: str | int | None = main()
+        except SystemExit as exit_:  # argparse's --help: flushed here too
+            status = exit_.code
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _silence_stdout()
+        os._exit(EXIT_CLOSED_STDOUT)
+    except OSError as error:
+        if error.errno not in {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}:
+            raise
+        _silence_stdout()
+        reason = error.strerror or str(error)
+        print(f"{prog}: error: cannot write: {one_line(reason)}", file=sys.stderr)
+        sys.stderr.flush()
+        os._exit(EXIT_WRITE_FAILED)
+    sys.exit(status)
+
+
+def _closed_pipe(console: object) -> NoReturn:
+    """A rich console's closed pipe, raised on to `run_command` like print's."""
+    del console
+    raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
+def _silence_stdout() -> None:
+    """Point standard output at /dev/null, so that no later flush fails again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    finally:
+        os.close(devnull)
+
+
+def input_file(path: Path, flag: str) -> Path:
+    """Refuse, before anything opens it, an input that is not a regular file.
+
+    `os.stat` does not open: a FIFO is refused here instead of blocking a read.
+    """
+    try:
+        mode = path.stat().st_mode
+    except OSError as error:
+        raise UsageError(f"{flag} {path}: {error.strerror or error}") from None
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"{flag} {path}: {file_kind(mode)}, not a regular file")
+    return path
+
+
+def input_folder(path: Path, flag: str) -> Path:
+    """Refuse, before any read, an input folder that is not a folder."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as error:
+        raise UsageError(f"{flag} {path}: {error.strerror or error}") from None
+    if not stat.S_ISDIR(mode):
+        raise UsageError(f"{flag} {path}: {file_kind(mode)}, not a folder")
+    return path
+
+
+def file_kind(mode: int) -> str:
+    """What `os.stat`'s mode says a path is, in words."""
+    kinds = (
+        (stat.S_ISREG, "a regular file"),
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    )
+    return next((name for test, name in kinds if test(mode)), "a special file")
+
+
+def separate(inputs: Iterable[Path], outputs: Iterable[tuple[str, Path]]) -> None:
+    """Refuse an output that is, contains or lies inside one of the inputs.
+
+    Paths are compared resolved (symbolic links followed, `..` taken), before
+    any work: a refused command has read and written nothing. Raises
+    `UsageError` naming the flag, the output and the input it would overwrite.
+    """
+    resolved = [(path, path.resolve()) for path in inputs]
+    for flag, output in outputs:
+        out = output.resolve()
+        for given, source in resolved:
+            if out == source:
+                why = "is"
+            elif out in source.parents:
+                why = "contains"
+            elif source in out.parents:
+                why = "lies inside"
+            else:
+                continue
+            raise UsageError(
+                f"{flag} {output}: {why} the input {given}; "
+                "an output never overwrites an input"
+            )
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number of at least 1, in ASCII digits."""
+    value = whole_number(text)
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
     return value
+
+
+def whole_number(text: str) -> int:
+    """An argparse type: a whole number written in ASCII digits (and a sign).
+
+    `int()` also reads other scripts' digits (`int("\u0663")` is 3); a seed
+    or a count on a command line is ASCII, so those are refused.
+    """
+    if not text.isascii():
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}")
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
 
 
 def positive_seconds(text: str) -> float:
@@ -76,6 +231,10 @@ def _nearest_existing(path: Path) -> Path:
 
 def _writable_below(folder: Path, flag: str, named: Path) -> None:
     """Refuse unless the folders up to `folder` exist or can be made, writably."""
+    absolute = folder.resolve()
+    for kernel in KERNEL_FOLDERS:
+        if absolute == kernel or kernel in absolute.parents:
+            raise UsageError(f"{flag} {named}: lies in {kernel}, a kernel file system")
     found = _nearest_existing(folder)
     if not found.is_dir():
         raise UsageError(f"{flag} {named}: {found} is not a folder")
@@ -173,5 +332,5 @@ def write_results(files: Mapping[Path, str | bytes]) -> None:
 
 def write_failed(prog: str, error: WriteFailed) -> int:
     """Print a failed write as the command's one error line; the exit status."""
-    print(f"{prog}: error: {error}", file=sys.stderr)
+    print(f"{prog}: error: {one_line(str(error))}", file=sys.stderr)
     return EXIT_WRITE_FAILED

@@ -739,10 +739,21 @@ def write_dossier(
     return document, folder
 
 
+def _check_positionals(arguments: argparse.Namespace, given: Sequence[str]) -> None:
+    """Refuse a stray word before the probe or pytest starts: only after `--`."""
+    if arguments.pytest_args and "--" not in given:
+        raise UsageError(
+            f"unexpected argument {arguments.pytest_args[0]!r} "
+            "(pytest's own arguments go after --)"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit status."""
     try:
-        arguments = build_parser().parse_args(argv)
+        given = list(sys.argv[1:] if argv is None else argv)
+        arguments = build_parser().parse_args(given)
+        _check_positionals(arguments, given)
         check_outputs(arguments)
         width = None if sys.stdout.isatty() else CONSOLE_WIDTH_MIN
         return run(arguments, Console(highlight=False, width=width))
@@ -758,4 +769,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run_command
+
+    run_command("ci.gate", main)

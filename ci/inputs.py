@@ -27,9 +27,12 @@ from __future__ import annotations
 
 import json
 import math
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
+
+from ci.cli import file_kind, one_line
 
 JSON_BYTES_MAX: Final[int] = 64 * 1024 * 1024
 """The default cap of an input file: far above any report or trace we write."""
@@ -51,7 +54,7 @@ class InputError(ValueError):
 
     def _text(self) -> str:
         place = ": ".join(part for part in (self.path, self.field) if part)
-        return f"{place}: {self.problem}" if place else self.problem
+        return one_line(f"{place}: {self.problem}" if place else self.problem)
 
     def in_file(self, path: str) -> InputError:
         """The same error, naming the file it came from."""
@@ -64,8 +67,16 @@ class InputError(ValueError):
 def read_text(path: Path, bytes_max: int = JSON_BYTES_MAX) -> str:
     """A file's UTF-8 text, read at most `bytes_max` bytes far."""
     name = str(path)
-    if path.is_dir():
+    try:  # os.stat opens nothing: a FIFO is refused here, not waited on
+        mode = path.stat().st_mode
+    except FileNotFoundError:
+        raise InputError(name, "", "no such file") from None
+    except OSError as error:
+        raise InputError(name, "", f"cannot read: {error.strerror}") from None
+    if stat.S_ISDIR(mode):
         raise InputError(name, "", "is a folder, not a file")
+    if not stat.S_ISREG(mode):
+        raise InputError(name, "", f"{file_kind(mode)}, not a regular file")
     try:
         with path.open("rb") as stream:
             data = stream.read(bytes_max + 1)

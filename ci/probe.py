@@ -51,9 +51,17 @@ def table_markdown(answers_by_target: dict[str, str]) -> str:
     from impl.probe import ProbeAnswers, decide  # noqa: PLC0415 - pure functions
 
     names = list(answers_by_target)
-    decided = [
-        decide(ProbeAnswers.from_json(text)) for text in answers_by_target.values()
-    ]
+    decided = []
+    for name, text in answers_by_target.items():
+        try:
+            decided.append(decide(ProbeAnswers.from_json(text)))
+        except (TypeError, KeyError, ValueError, AttributeError) as error:
+            # A file that parses but is not the probe's answers: one line, the
+            # target named (ProbeAnswers reads by key and constructor).
+            path = TARGETS_DIR / f"{name}.json"
+            raise InputError(
+                str(path), "", f"not recorded probe answers: {error!r}"
+            ) from None
     lines = [
         README_BEGIN,
         "| fact | " + " | ".join(names) + " |",
@@ -141,4 +149,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run_command
+
+    run_command("ci.probe", main)

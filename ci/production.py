@@ -328,4 +328,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    from ci.cli import run_command
+
+    run_command("ci.production", main)

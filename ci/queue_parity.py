@@ -30,6 +30,7 @@ from ci.cli import (
     UsageError,
     WriteFailed,
     output_file,
+    whole_number,
     write_failed,
     write_results,
 )
@@ -154,6 +155,10 @@ def _load(path: Path) -> dict[str, Any]:
         raise UsageError(f"{path}: results: not a list of programs' step results")
     if not results:  # an empty record would compare equal to anything
         raise UsageError(f"{path}: results: no programs recorded")
+    if len(results) > PROGRAMS_MAX:  # --record's cap holds for --compare too
+        raise UsageError(
+            f"{path}: results: {len(results)} programs exceed the cap of {PROGRAMS_MAX}"
+        )
     if not isinstance(document.get("build"), str):
         raise UsageError(f"{path}: build: not a text naming the recorded build")
     return document
@@ -177,7 +182,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--record", type=Path, metavar="FILE")
     mode.add_argument("--compare", type=Path, metavar="FILE")
-    parser.add_argument("--programs", type=int, default=None, help="with --record")
+    parser.add_argument(
+        "--programs", type=whole_number, default=None, help="with --record"
+    )
     try:
         arguments = parser.parse_args(argv)
         _check_count(arguments)
@@ -217,4 +224,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run_command
+
+    run_command("ci.queue_parity", main)

@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import os
 import sys
 from pathlib import Path
 from typing import NoReturn
@@ -120,7 +122,7 @@ def markdown(crate: Path | None = None) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Print the catalogue as text or Markdown."""
-    parser = _OneLineParser(prog="python -m properties")
+    parser = _OneLineParser(prog="python -m properties", allow_abbrev=False)
     parser.add_argument("--markdown", action="store_true", help="print Markdown")
     args = parser.parse_args(argv)
     if args.markdown:
@@ -136,5 +138,29 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def _run() -> int:
+    """`main`, with a failing standard output answered as `ci.cli.run_command` does.
+
+    A closed reader (`| head`) ends quietly with 141 (128 + SIGPIPE); a full
+    disk is one line and exit 1.
+    """
+    try:
+        status = main()
+        sys.stdout.flush()
+    except BrokenPipeError:
+        status = 141
+    except OSError as error:
+        if error.errno != errno.ENOSPC:
+            raise
+        print(f"properties: error: cannot write: {error.strerror}", file=sys.stderr)
+        status = 1
+    else:
+        return status
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())  # no later flush fails again
+    os.close(devnull)
+    return status
+
+
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(_run())

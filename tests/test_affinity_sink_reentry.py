@@ -5,9 +5,11 @@ installed on from inside `publish` (to log the binding it sends, say). The
 binding's reading sink does exactly that, on the publishing thread. So a crate
 that publishes while it still holds the session's entry deadlocks here, and
 what the sink reads shows whether the table's change was complete when the
-sink was called. A deadlock is a hang: the suite's time limit (per test in CI,
-per mutant in the mutation sweep) turns it into a failure. Mutants OA055 and
-OA122 (`drop(entry)` deleted before a publish) are caught this way.
+sink was called. A deadlock is a failing step: the adapter's crate watchdog
+(`impl/adapter/lib.py`) names the call that did not return and ends the
+process, which pytest-xdist reports as this test's failure. Mutants OA055 and
+OA122 (`drop(entry)` deleted before a publish) are caught this way
+(ci/MUTANTS.md).
 """
 
 from __future__ import annotations

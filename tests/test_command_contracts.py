@@ -10,6 +10,7 @@ or a command that ran with an argument it ignored.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +26,71 @@ TRACE = str(
     Path(__file__).resolve().parent.parent / "ci/replay/corpus/b16_virtual_ttl.json"
 )
 """A corpus trace (it agrees, so it needs no minimizing)."""
+HISTORY = (
+    Path(__file__).resolve().parent.parent
+    / "ci/replay/corpus/histories/replica_update_races_a_commit.json"
+)
+"""A corpus history, lengthened past the cap of calls."""
 
 CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    # An output never overwrites an input (it is, contains or lies inside one).
+    (
+        "ci.replay",
+        ("{file}", "--emit", "rust", "--out", "{file}"),
+        "--out {file}: is the input {file}",
+    ),
+    (
+        "ci.replay.minimize",
+        ("{file}", "--canary", "late_expiry", "--out", "{file}"),
+        "--out {file}: is the input {file}",
+    ),
+    (
+        "ci.soak",
+        ("merge", "{latin1_crate}", "--out", "{latin1_crate}/merged"),
+        "lies inside the input",
+    ),
+    ("ci.mutants", ("merge", "{latin1_crate}", "--out", "{folder}"), "contains the"),
+    # No prefix stands for an option.
+    ("ci.probe", ("--tabl",), "unrecognized arguments: --tabl"),
+    ("ci.replay.corpus", ("build", "--chec"), "unrecognized arguments: --chec"),
+    ("properties", ("--markdow",), "unrecognized arguments: --markdow"),
+    # Special files are refused before they are opened (a FIFO would block).
+    ("ci.replay", ("{fifo}",), "{fifo}: a FIFO, not a regular file"),
+    ("ci.queue_parity", ("--compare", "{fifo}"), "a FIFO, not a regular file"),
+    ("ci.soak", ("merge", "{fifo}"), "merge {fifo}: a FIFO, not a folder"),
+    ("ci.mutants", ("merge", "{file}"), "a regular file, not a folder"),
+    # Kernel file systems are no place for artifacts or work folders.
+    ("ci.soak", ("--seeds", "1", "--artifacts", "/proc/x/y"), "lies in /proc"),
+    ("ci.determinism", ("--artifacts", "/proc/x/y"), "lies in /proc, a kernel"),
+    ("ci.fuzz", ("--workers", "1", "--artifacts", "/sys/x"), "lies in /sys"),
+    ("ci.mutants", ("--list", "--work-dir", "/proc/x"), "lies in /proc"),
+    # Options a mode does not use.
+    ("ci.mutants", ("--smoke", "--ids", "OA001"), "--smoke does not use --ids"),
+    ("ci.mutants", ("--smoke", "--shard", "1/2"), "--smoke does not use --shard"),
+    ("ci.mutants", ("--smoke", "--out", "{folder}/o"), "--smoke does not use --out"),
+    (
+        "ci.replay.corpus.scheduler_scenarios",
+        ("--check", "--catch-canaries"),
+        "drop --catch-canaries",
+    ),
+    (
+        "ci.replay.minimize",
+        (TRACE, "--reaper-count", "atomic", "--out", "{folder}/m.json"),
+        "--reaper-count applies to ci.replay's concurrent histories",
+    ),
+    (
+        "ci.fuzz",
+        ("--replay", "affinity", "--db", "{folder}/no-db"),
+        "no example database there",
+    ),
+    ("ci.gate", ("--profile", "pr", "stray"), "unexpected argument 'stray'"),
+    # Caps on the work a file describes, stated in the refusal.
+    ("ci.queue_parity", ("--compare", "{many_programs}"), "exceed the cap of 20000"),
+    ("ci.replay", ("{long_history}",), "151 calls exceed the cap of 128 per history"),
+    # Digits of other scripts are no number; control characters are escaped.
+    ("ci.soak", ("--seeds", "\u0663"), "not a whole number: '\u0663'"),
+    ("ci.fuzz", ("--workers", "1", "--seed", "\u0663"), "not a whole number"),
+    ("ci.replay", ("{file}\nx\x1b",), "a-file\\nx\\x1b: no such file"),
     ("ci.gate", ("--profile", "pr", "-n", "0x"), "argument -n: not a whole number"),
     ("ci.gate", ("--profile", "pr", "-n", "-2"), "argument -n: must be at least 1"),
     (
@@ -79,7 +143,11 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.queue_parity", ("--compare", "{file}", "--programs", "5"), "drop --programs"),
     ("ci.queue_parity", ("--compare", "{empty_record}"), "no programs recorded"),
     ("ci.queue_parity", ("--compare", "{latin1}"), "latin1.json: not UTF-8"),
-    ("ci.queue_parity", ("--compare", "/dev/zero"), "more than the cap of"),
+    (
+        "ci.queue_parity",
+        ("--compare", "/dev/zero"),
+        "a character device, not a regular",
+    ),
     (
         "ci.queue_parity",
         ("--record", "{file}.json", "--programs", "20001"),
@@ -121,7 +189,7 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.explore", ("--picture", "--bound", "picture"), "draws its own bound"),
     ("ci.replay", ("{surrogate}",), "not valid Unicode (a lone surrogate): '\\ud800'"),
     ("ci.replay", ("{latin1}",), "latin1.json: not UTF-8 (byte 14: 0xe9)"),
-    ("ci.replay", ("/dev/zero",), "more than the cap of"),
+    ("ci.replay", ("/dev/zero",), "/dev/zero: a character device, not a regular file"),
     (
         "ci.replay",
         (TRACE, "--emit", "rust", "--out", NOT_A_FOLDER + "/t.rs"),
@@ -160,6 +228,8 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
 def _inputs(folder: Path) -> dict[str, Path]:
     """The files the cases name: `{file}` (plain text), bad records, and so on."""
     places = {
+        "folder": folder,
+        "fifo": folder / "fifo.json",
         "file": folder / "a-file",
         "empty_record": folder / "empty-parity.json",
         "latin1": folder / "latin1.json",
@@ -167,6 +237,17 @@ def _inputs(folder: Path) -> dict[str, Path]:
         "latin1_crate": folder / "crate",
     }
     places["file"].write_text("not a folder\n")
+    os.mkfifo(places["fifo"])
+    places["many_programs"] = folder / "many.json"
+    record = {"format": "queue-parity/1", "build": "b", "results": [[]] * 20_001}
+    places["many_programs"].write_text(json.dumps(record))
+    places["long_history"] = folder / "history.json"
+    history = json.loads(HISTORY.read_text(encoding="utf-8"))
+    history["steps"] = [
+        {**history["steps"][index % len(history["steps"])], "index": index + 1}
+        for index in range(151)
+    ]
+    places["long_history"].write_text(json.dumps(history))
     places["empty_record"].write_text(
         '{"format": "queue-parity/1", "build": "b", "results": []}\n'
     )

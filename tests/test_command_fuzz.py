@@ -31,13 +31,17 @@ by case in `test_command_contracts.py`.
 
 from __future__ import annotations
 
+import argparse
 import ast
 import contextlib
 import errno
+import importlib
 import io
 import json
 import os
 import re
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -116,7 +120,10 @@ def _inputs(folder: Path) -> dict[str, str]:
     surrogate.write_text('{"format": "dynamo-verify-trace", "s": "\\ud800"}\n')
     empty = folder / "empty.json"
     empty.write_text("")
+    fifo = folder / "fifo.json"
+    os.mkfifo(fifo)
     return {
+        "FIFO": str(fifo),
         "under a file": str(blocker / "below"),
         "not UTF-8": str(latin1),
         "lone surrogate": str(surrogate),
@@ -125,8 +132,21 @@ def _inputs(folder: Path) -> dict[str, str]:
     }
 
 
-SCALARS = ("0", "-1", "nan", "inf", "-inf", "1e309", str(2**70), "", "x" * 300)
-"""Values that are out of range, not finite, huge, empty or absurdly long."""
+SCALARS = (
+    "0",
+    "-1",
+    "nan",
+    "inf",
+    "-inf",
+    "1e309",
+    str(2**70),
+    "",
+    "x" * 300,
+    "\u0663",
+    "a\nb\x1b[31m",
+)
+"""Values that are out of range, not finite, huge, empty, absurdly long, digits of
+another script, or carrying control characters (a newline, a terminal escape)."""
 UNDECODABLE = os.fsdecode(b"caf\xe9")
 """An argument that is not UTF-8 (it reaches Python as a lone surrogate)."""
 
@@ -136,6 +156,8 @@ def invocations(draw: st.DrawFn, module: str, files: dict[str, str]) -> list[str
     """Some of `module`'s options with hostile values, and one unknown flag."""
     values = st.sampled_from((*SCALARS, UNDECODABLE, *sorted(files.values())))
     options = options_of(module)
+    prefixes = tuple(option[:-1] for option in options if len(option) > 3)
+    options = (*options, *prefixes)  # a prefix is an unknown option, never its flag
     chosen = draw(st.lists(st.sampled_from(options), max_size=3)) if options else []
     argv: list[str] = []
     for option in chosen:
@@ -195,6 +217,122 @@ def test_hostile_arguments_are_refused_in_one_line(
     refused()
 
 
+class _Parsed(BaseException):
+    """Raised from `parse_args` to stop a command once its parser is built."""
+
+
+def _parsers_of(module: str) -> list[argparse.ArgumentParser]:
+    """The parsers `module`'s `main` builds (a merge's too), with subcommands'."""
+    imported = importlib.import_module(module)
+    if not hasattr(imported, "main"):
+        imported = importlib.import_module(f"{module}.__main__")
+    mains: list[tuple[Callable[[list[str]], object], list[str]]] = [
+        (imported.main, [UNKNOWN_FLAG])
+    ]
+    if module in {"ci.mutants", "ci.soak"}:
+        merge = importlib.import_module(f"{module}.command").main
+        if module == "ci.soak":
+            merge = importlib.import_module("ci.soak.merge").main
+            mains.append((merge, []))
+        else:
+            mains.append((merge, ["merge"]))
+    found: list[argparse.ArgumentParser] = []
+
+    def captured(self: argparse.ArgumentParser, *_: object, **__: object) -> None:
+        found.append(self)
+        raise _Parsed
+
+    with mock.patch.object(argparse.ArgumentParser, "parse_args", captured):
+        for main, argv in mains:
+            with contextlib.suppress(_Parsed):
+                main(argv)
+    subparsers = [
+        parser
+        for found_parser in found
+        for action in found_parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for parser in action.choices.values()
+    ]
+    return found + subparsers
+
+
+@pytest.mark.parametrize("module", ENTRY_POINTS)
+def test_no_prefix_of_an_option_stands_for_it(module: str) -> None:
+    """Every long option of every parser: none of its prefixes selects it.
+
+    argparse's default takes `--upd` for `--update-counts`; with prefixes an
+    unknown flag could pick a destructive one. Each prefix of 3 characters or
+    more that is not itself an option must be unknown to the parser.
+    """
+    parsers = _parsers_of(module)
+
+    assert parsers, f"{module} built no parser"
+    for parser in parsers:
+        options = {
+            option
+            for action in parser._actions
+            for option in action.option_strings
+            if option.startswith("--")
+        }
+        for option in sorted(options):
+            for end in range(3, len(option)):
+                prefix = option[:end]
+                if prefix in options:
+                    continue
+                parsed = parser._parse_optional(prefix)
+                assert parsed is None or parsed[0] is None, (module, option, prefix)
+
+
+PRINTING = (
+    ("properties",),
+    ("ci.production",),
+    ("ci.probe", "--table"),
+    ("ci.replay", "ci/replay/corpus/b16_virtual_ttl.json"),
+)
+"""Commands that print a page or more on standard output, doing no other work."""
+
+
+@pytest.mark.parametrize("argv", PRINTING, ids=" ".join)
+def test_a_closed_standard_output_ends_the_command_quietly(argv: Sequence[str]) -> None:
+    """`| head` closed the pipe: exit 141 (128 + SIGPIPE), nothing on stderr."""
+    reader, writer = os.pipe()
+    os.close(reader)
+    try:
+        completed = subprocess.run(  # noqa: S603 - this interpreter, fixed arguments
+            [sys.executable, "-m", *argv],
+            cwd=REPO,
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=COMMAND_TIMEOUT_S,
+        )
+    finally:
+        os.close(writer)
+
+    assert cli.EXIT_CLOSED_STDOUT == completed.returncode, completed.stderr
+    assert "" == completed.stderr
+
+
+@pytest.mark.parametrize("argv", PRINTING, ids=" ".join)
+def test_a_full_standard_output_is_one_line_and_exit_one(argv: Sequence[str]) -> None:
+    """`> /dev/full`: one `COMMAND: error: cannot write` line, exit 1."""
+    with Path("/dev/full").open("wb") as full:
+        completed = subprocess.run(  # noqa: S603 - this interpreter, fixed arguments
+            [sys.executable, "-m", *argv],
+            cwd=REPO,
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+            timeout=COMMAND_TIMEOUT_S,
+        )
+
+    lines = completed.stderr.splitlines()
+    assert 1 == completed.returncode, completed.stderr
+    assert [f"{argv[0]}: error: cannot write: No space left on device"] == lines
+
+
 # ---- corrupted real inputs -------------------------------------------------------
 
 HOSTILE_JSON: tuple[object, ...] = (
@@ -210,11 +348,15 @@ HOSTILE_JSON: tuple[object, ...] = (
     "",
     "\ud800",
     "x" * 5_000,
+    "no-such-name",
+    -0.5,
     [],
     {},
     [[[]]],
 )
-"""Values put in place of a field: wrong types, out of range, unencodable text."""
+"""Values put in place of a field: wrong types, out of range, unencodable text,
+and values of the right type outside a field's domain (a name no target or
+outcome has, negative seconds)."""
 HOSTILE_VALUES = st.one_of(
     st.sampled_from(HOSTILE_JSON),
     st.integers(-(2**80), 2**80),
@@ -333,7 +475,8 @@ class Corruptible:
 
     command: str  # as its error lines begin: "ci.replay", "ci.mutants merge"
     relative: str  # a committed input, or PARITY_RECORD (recorded by the test)
-    argv: tuple[str, ...]  # "{in}": the input (its folder if in_folder); "{out}"
+    argv: tuple[str, ...]  # "{in}": the input (its folder if in_folder); "{out}";
+    # "{name}": a corpus entry's name
     main: Callable[[Sequence[str]], int]
     in_folder: bool = False  # the command is given the folder holding the file
     output: str = ""  # "file" or "folder" when "{out}" is one; "" for none
@@ -385,7 +528,7 @@ CORRUPTIBLE = (
     Corruptible(
         "ci.replay.corpus",
         f"{CORPUS}/queue_c4_wspt_serves_the_shortest_job.json",
-        ("add", "{in}", "--name", "added", "--corpus-dir", "{out}"),
+        ("add", "{in}", "--name", "{name}", "--corpus-dir", "{out}"),
         _corpus,
         output="folder",
     ),
@@ -412,9 +555,11 @@ CORRUPTED_EXAMPLES = 30
 """Corrupted inputs per case, run in this process (a few ms to a second each)."""
 CORRUPTED_IN_A_PROCESS = 3
 """Corrupted inputs per case, each in a fresh interpreter (about 1 s each)."""
-OUTPUTS = ("fresh", "under a file", "disk full")
+OUTPUTS = ("fresh", "under a file", "disk full", "the input")
 """Where a command writes: a new path, a path under a regular file (refused
-before work), or a disk that fills at the final write (after the work)."""
+before work), a disk that fills at the final write (after the work), or the
+input itself (its file, or the folder holding it: refused before work)."""
+OVERWRITES = "an output never overwrites an input"
 
 
 @pytest.fixture(scope="module")
@@ -467,7 +612,12 @@ def _layout(case: Corruptible, folder: Path, data: bytes, output: str) -> list[s
     if output == "under a file":
         out = blocker / "below"
     given = target.parent if case.in_folder else target
-    return [arg.format(**{"in": given, "out": out}) for arg in case.argv]
+    name = "added"  # a corpus entry's name
+    if output == "the input":
+        out = given if case.output == "file" or case.in_folder else target.parent
+        name = target.stem
+    places = {"in": given, "out": out, "name": name}
+    return [arg.format(**places) for arg in case.argv]
 
 
 def _disk_full(path: Path, data: bytes) -> None:
@@ -494,6 +644,9 @@ def _check_contract(case: Corruptible, ran: Ran, output: str) -> None:
     if ran.status == 2:
         assert 1 == len(lines), ran.stderr[-2000:]
         assert lines[0].startswith(f"{case.command}: error: "), lines[0]
+    if output == "the input":
+        assert 2 == ran.status, ran.stderr[-2000:]
+        assert OVERWRITES in ran.stderr, ran.stderr[-2000:]
     if output == "disk full" and "cannot write" in ran.stderr:
         assert 1 == ran.status
         assert 1 == len(lines), ran.stderr[-2000:]
@@ -555,7 +708,7 @@ def test_corrupted_inputs_keep_the_contract_in_a_fresh_interpreter(
 ) -> None:
     """The same through `python -m`: the process's own exit status and stderr."""
     original = _original(case, parity_record)
-    outputs = ("fresh", "under a file") if case.output else ("fresh",)
+    outputs = ("fresh", "under a file", "the input") if case.output else ("fresh",)
     module, *prefix = case.command.split()
     if case.argv[:1] == ("merge",):
         prefix = []

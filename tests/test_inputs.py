@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from ci import cli
-from ci.cli import WriteFailed, write_results
+from ci.cli import WriteFailed, one_line, write_results
 from ci.inputs import (
     InputError,
     expect_int,
@@ -83,12 +83,42 @@ def test_read_json_refuses_a_missing_file_and_a_folder(tmp_path: Path) -> None:
     assert f"{tmp_path}: is a folder, not a file" == str(folder.value)
 
 
-def test_read_json_stops_reading_a_device_at_its_cap() -> None:
-    """A device file has no end: the read stops one byte past the cap."""
+def test_read_json_refuses_a_device_before_reading_it() -> None:
+    """A device file has no end: it is refused by its kind, before any read."""
     with pytest.raises(InputError) as refused:
         read_json(Path("/dev/zero"), bytes_max=1024)
 
-    assert "/dev/zero: more than the cap of 1024 bytes" == str(refused.value)
+    assert "/dev/zero: a character device, not a regular file" == str(refused.value)
+
+
+def test_read_json_refuses_a_fifo_without_opening_it(tmp_path: Path) -> None:
+    """A FIFO with no writer would block an open: it is refused by `os.stat`."""
+    fifo = tmp_path / "trace.json"
+    os.mkfifo(fifo)
+
+    with pytest.raises(InputError) as refused:
+        read_json(fifo)
+
+    assert f"{fifo}: a FIFO, not a regular file" == str(refused.value)
+
+
+def test_read_json_stops_reading_at_its_cap(tmp_path: Path) -> None:
+    """A regular file longer than the cap is refused after cap + 1 bytes."""
+    big = tmp_path / "big.json"
+    big.write_bytes(b" " * 2048)
+
+    with pytest.raises(InputError) as refused:
+        read_json(big, bytes_max=1024)
+
+    assert f"{big}: more than the cap of 1024 bytes" == str(refused.value)
+
+
+def test_an_error_line_escapes_control_characters() -> None:
+    """A newline or an escape in a path stays one line, escaped once."""
+    error = InputError("a\nb\x1b.json", "steps[0]", "bad\tvalue")
+
+    assert "a\\nb\\x1b.json: steps[0]: bad\\tvalue" == str(error)
+    assert str(error) == one_line(str(error))
 
 
 def test_typed_readers_name_the_field_and_the_range() -> None:

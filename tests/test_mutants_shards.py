@@ -216,7 +216,9 @@ def test_merging_one_shard_twice_is_one_line_and_exit_2(
     first = shutil.copytree(folders[0], tmp_path / "a")
     second = shutil.copytree(folders[0], tmp_path / "b")
 
-    error = _one_line_exit_2("merge", str(first), str(second), "--out", str(tmp_path))
+    error = _one_line_exit_2(
+        "merge", str(first), str(second), "--out", str(tmp_path / "m")
+    )
 
     assert "duplicate entries for mutant" in error
 

@@ -1,8 +1,8 @@
 """`python -m ci.determinism`: see `ci.determinism.command`."""
 
-import sys
-
 from ci.determinism.command import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run_command
+
+    run_command("ci.determinism", main)

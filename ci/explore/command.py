@@ -755,4 +755,6 @@ def _run(args: argparse.Namespace) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run_command
+
+    run_command("ci.explore", main)

@@ -1,8 +1,8 @@
 """`python -m ci.fuzz`: see `ci.fuzz.command`."""
 
-import sys
-
 from ci.fuzz.command import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run_command
+
+    run_command("ci.fuzz", main)

@@ -51,7 +51,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from ci.cli import OneLineParser, UsageError, output_folder, positive_int
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    output_folder,
+    positive_int,
+    whole_number,
+)
 from ci.profiles import EXAMPLES, RULES_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
@@ -133,7 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="rules per program (Hypothesis stateful steps)",
     )
     parser.add_argument("--batches", type=positive_int, default=None, help="per worker")
-    parser.add_argument("--seed", type=int, default=None, help="derive batch seeds")
+    parser.add_argument(
+        "--seed", type=whole_number, default=None, help="derive batch seeds"
+    )
     parser.add_argument(
         "--progress-every", type=_seconds, default=None, metavar="SECONDS"
     )
@@ -551,6 +559,10 @@ def _check(arguments: argparse.Namespace, targets: Sequence[Target]) -> None:
         raise UsageError(f"--batches must be at most {BATCHES_MAX}")
     if arguments.replay is not None and len(targets) != 1:
         raise UsageError("--replay takes one target")
+    if arguments.replay is not None and arguments.redis is None:
+        db = arguments.db or (arguments.artifacts or artifacts_root()) / DEFAULT_DB
+        if not db.is_dir():  # an absent database holds nothing to reproduce
+            raise UsageError(f"--db {db}: no example database there")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,8 +1,8 @@
 """`python -m ci.mutants`: see `ci.mutants.command`."""
 
-import sys
-
 from ci.mutants.command import main
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run_command
+
+    run_command("ci.mutants", main)

@@ -63,8 +63,11 @@ from ci.cli import (
     OneLineParser,
     UsageError,
     WriteFailed,
+    input_folder,
+    one_line,
     output_folder,
     positive_seconds,
+    separate,
     write_failed,
 )
 from ci.mutants.cargo_mutants import (
@@ -207,7 +210,10 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         "(binding features detected from it, e.g. manual-clock)",
     )
     parser.add_argument(
-        "--out", type=Path, default=REPO / "ci" / "artifacts" / "mutants"
+        "--out",
+        type=Path,
+        default=None,
+        help="where the run folders go (default ci/artifacts/mutants)",
     )
     parser.add_argument(
         "--binding-profile",
@@ -222,6 +228,21 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         help="always finish with pip install -e . (default: only if needed)",
     )
     args = parser.parse_args(argv)
+    if args.smoke:  # one fixed mutant, no report: what would these change?
+        unused = [
+            flag
+            for flag, given in (
+                ("--ids", args.ids),
+                ("--shard", args.shard != ((1, 1),)),
+                ("--resume", args.resume),
+                ("--out", args.out is not None),
+                ("--list", args.list),
+            )
+            if given
+        ]
+        if unused:
+            raise UsageError(f"--smoke does not use {', '.join(unused)}")
+    args.out = args.out or REPO / "ci" / "artifacts" / "mutants"
     output_folder(args.out, "--out")
     output_folder(args.work_dir, "--work-dir")
     config = Config(
@@ -328,6 +349,16 @@ def _main_smoke(work_dir: Path) -> int:
     return 0 if verdict.outcome == "caught" else 1
 
 
+def _main_list(config: Config) -> int:
+    """`--list`: the plan and diffs; an id the set does not hold is a usage error."""
+    try:
+        list_plan(config)
+    except MutantsError as error:
+        print(f"ci.mutants: error: {one_line(str(error))}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0
+
+
 def main_merge(argv: Sequence[str]) -> int:
     """`merge DIR... [--out DIR]`: one report from shards' reports; 2 on refusal."""
     parser = OneLineParser(
@@ -347,6 +378,10 @@ def main_merge(argv: Sequence[str]) -> int:
     try:
         args = parser.parse_args(argv)
         output_folder(args.out, "--out")
+        for folder in [*args.folders, *args.recheck]:  # missing: the reader says
+            if folder.exists():
+                input_folder(folder, "merge")
+        separate([*args.folders, *args.recheck], [("--out", args.out)])
         merged = merge(args.folders, args.recheck)
     except (UsageError, MergeError) as error:
         print(f"ci.mutants merge: error: {error}", file=sys.stderr)
@@ -386,8 +421,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ci.mutants: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if args.list:
-        list_plan(config)
-        return 0
+        return _main_list(config)
     if args.smoke:
         return _main_smoke(config.work_dir)
     signal.signal(signal.SIGTERM, _terminate)
@@ -410,4 +444,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run_command
+
+    run_command("ci.mutants", main)

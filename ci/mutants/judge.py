@@ -43,6 +43,12 @@ def _check_name(message: str) -> str:
     return _clip(text)[:60]
 
 
+DEADLOCK = re.compile(
+    r"(?P<line>deadlock: \S+ did not return within \d+ ms) \((?P<test>[^)\s]+)\)"
+)
+"""The crate watchdog's line: the call, the limit and the test it ended."""
+
+
 def pytest_failures(output: str) -> list[str]:
     """Node ids from pytest's short summary (`FAILED id` and `ERROR id`)."""
     return re.findall(r"(?m)^(?:FAILED|ERROR) (\S+)", output)
@@ -61,6 +67,15 @@ def judge_pytest(result: ProcessResult) -> Verdict:
         reason = PYTEST_ERROR_CODES.get(result.returncode, "unknown")
         tail = _clip(result.output[-DETAIL_CHARS_MAX:])
         return Verdict("error", result.seconds, check=reason, detail=tail)
+    deadlock = DEADLOCK.search(result.output)
+    if deadlock:  # the crate watchdog ended the run (impl/adapter/lib.py)
+        return Verdict(
+            "caught",
+            result.seconds,
+            test_id=deadlock.group("test"),
+            check="deadlock",
+            detail=_clip(deadlock.group("line")),
+        )
     failures = pytest_failures(result.output)
     first_error = re.search(r"(?m)^E +(\S.*)$", result.output)
     line = first_error.group(1) if first_error else ""

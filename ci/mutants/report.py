@@ -256,8 +256,12 @@ def _verdict_problem(where: str, verdict: object) -> str | None:
     seconds = verdict["seconds"]
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
         return f"{where}.seconds: not a number"
-    if not math.isfinite(seconds):
-        return f"{where}.seconds: not a finite number"
+    if not math.isfinite(seconds) or seconds < 0:
+        return f"{where}.seconds: not a finite number >= 0"
+    if verdict["outcome"] not in OUTCOMES:  # the kill rate would drop it silently
+        return (
+            f"{where}.outcome: {verdict['outcome']!r} is none of {', '.join(OUTCOMES)}"
+        )
     return None
 
 
@@ -274,6 +278,8 @@ def _entry_problem(index: int, entry: object) -> str | None:
         ),
         None,
     )
+    if problem is None:
+        problem = _entry_range_problem(where, entry)
     if problem is None and entry["viable"]:  # a viable mutant ran both suites
         problem = next(
             (
@@ -284,6 +290,16 @@ def _entry_problem(index: int, entry: object) -> str | None:
             None,
         )
     return problem
+
+
+def _entry_range_problem(where: str, entry: dict[str, Any]) -> str | None:
+    """Lines count from 1; build and run seconds are not negative."""
+    if entry["line"] < 1:
+        return f"{where}line: {entry['line']} is not a line number (from 1)"
+    for key in ("build_seconds", "seconds"):
+        if entry[key] < 0:
+            return f"{where}{key}: {entry[key]!r} is below 0"
+    return None
 
 
 def _texts_problem(data: dict[str, Any]) -> str | None:

@@ -47,12 +47,13 @@ from ci.cli import (
     UsageError,
     WriteFailed,
     output_file,
+    separate,
     write_failed,
     write_results,
 )
 from ci.inputs import InputError
 from ci.replay import history
-from ci.replay.envelope import crate_version
+from ci.replay.envelope import crate_version, trace_path
 from ci.replay.rust.emit import (
     ExportError,
     export,
@@ -339,6 +340,7 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
         raise UsageError("--out needs --emit rust")
     if arguments.out is not None:
         output_file(arguments.out, "--out")
+        separate([trace_path(arguments.path)], [("--out", arguments.out)])
     return arguments
 
 
@@ -428,4 +430,6 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run_command
+
+    run_command("ci.replay", main)

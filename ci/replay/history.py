@@ -99,6 +99,10 @@ SUBJECT: Final[str] = "affinity-history"
 HISTORY_FILE: Final[str] = "history.json"
 MINIMAL_FILE: Final[str] = "minimal.json"
 HISTORY_FORMAT: Final[int] = 2
+CALLS_MAX: Final[int] = 128
+"""The most calls a history file may hold: above the nightly runs' largest (8
+threads of 12 operations) and the corpus's (50); the search's work grows
+exponentially with the calls, so a longer history is refused, not searched."""
 """Format 2 records publications, the sink's writer id and the census additions."""
 SUBJECT_KEYS: Final[frozenset[str]] = frozenset(
     {
@@ -315,6 +319,16 @@ def _check_threads(events: list[Event]) -> None:
                 raise TraceError(where, "calls are out of program order")
 
 
+def _capped_calls(document: dict[str, Any]) -> list[dict[str, Any]]:
+    """The history's calls as steps, refused past `CALLS_MAX` (before the search)."""
+    steps = read_steps(document, EVENT_KEYS, EVENT_OPTIONAL_KEYS)
+    if len(steps) > CALLS_MAX:
+        raise TraceError(
+            "steps", f"{len(steps)} calls exceed the cap of {CALLS_MAX} per history"
+        )
+    return steps
+
+
 def decode(document: object) -> HistoryFile:
     """A strict decode: a `TraceError` names the place and the problem."""
     if not isinstance(document, dict):
@@ -340,7 +354,7 @@ def decode(document: object) -> HistoryFile:
         known = ", ".join(REAPER_COUNTS)
         raise TraceError("reaper_count", f"unknown reading {reaper_count!r} ({known})")
     events = []
-    for step in read_steps(document, EVENT_KEYS, EVENT_OPTIONAL_KEYS):
+    for step in _capped_calls(document):
         at = f"steps[{step['index'] - 1}]"
         thread = expect_int(step["thread"], f"{at}.thread")
         if not 0 <= thread < threads:

@@ -31,9 +31,17 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from ci.cli import UsageError, WriteFailed, output_file, write_failed, write_results
+from ci.cli import (
+    UsageError,
+    WriteFailed,
+    output_file,
+    separate,
+    write_failed,
+    write_results,
+)
 from ci.inputs import InputError
 from ci.replay.command import build_parser, factory_for, replay
+from ci.replay.envelope import trace_path
 from ci.replay.trace import Factory, Trace, load
 
 REPLAYS_MAX: Final[int] = 5_000
@@ -126,7 +134,11 @@ def _checked(arguments: argparse.Namespace) -> Path:
     """The output path, checked before any replay; options that would do nothing."""
     if arguments.reading is not None:
         raise UsageError("--reading applies to ci.replay's concurrent histories")
-    return output_file(arguments.out or default_output(arguments.path), "--out")
+    if arguments.reaper_count is not None:
+        raise UsageError("--reaper-count applies to ci.replay's concurrent histories")
+    out = output_file(arguments.out or default_output(arguments.path), "--out")
+    separate([trace_path(arguments.path)], [("--out", out)])
+    return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -161,4 +173,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run_command
+
+    run_command("ci.replay.minimize", main)

@@ -63,7 +63,13 @@ from ci.replay.artifacts import (
 )
 from ci.trust import runner
 from ci.trust.plugin import RunConfig
-from ci.trust.targets import CRATE_TARGETS, Target, UnknownTargetError, resolve
+from ci.trust.targets import (
+    CRATE_TARGETS,
+    TARGETS,
+    Target,
+    UnknownTargetError,
+    resolve,
+)
 
 PROG: Final[str] = "ci.soak"
 PROFILES: Final[tuple[str, ...]] = ("ci", "nightly")
@@ -93,6 +99,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--artifacts", type=Path, default=None)
     parser.add_argument("--no-recheck", dest="recheck", action="store_false")
     return parser
+
+
+SEED_MAX: Final[int] = 2**64 - 1
+"""A Hypothesis seed as the runner passes it on: 64 bits."""
+TARGET_OUTCOMES: Final[tuple[str, ...]] = ("failed", "missing", "passed", "skipped")
+"""What a target's row can say: pytest's three outcomes, or that it never ran."""
 
 
 @dataclass(frozen=True)
@@ -258,6 +270,11 @@ def _target_from_row(target: Mapping[str, Any]) -> TargetRun:
     replay = target["replay"]
     if not isinstance(replay, list) or not all(isinstance(r, str) for r in replay):
         raise ValueError("targets: replay must be a list of texts")
+    if target["target"] not in TARGETS:
+        raise ValueError(f"targets: unknown target {target['target']!r}")
+    if target["outcome"] not in TARGET_OUTCOMES:
+        known = ", ".join(TARGET_OUTCOMES)
+        raise ValueError(f"targets: outcome {target['outcome']!r} is none of {known}")
     return TargetRun(
         target=target["target"],
         outcome=target["outcome"],
@@ -279,8 +296,13 @@ def seed_from_row(row: dict[str, Any]) -> SeedRun:
     if not isinstance(row["targets"], list):
         raise TypeError("targets: want a list")
     targets = tuple(_target_from_row(target) for target in row["targets"])
+    if not targets:
+        raise ValueError("targets: a seed ran at least one target")
+    seed = _whole(row, "seed", 1)
+    if seed > SEED_MAX:  # Hypothesis seeds the run with a 64-bit integer
+        raise ValueError(f"seed: want at most {SEED_MAX}: {seed}")
     return SeedRun(
-        _whole(row, "seed", 1),
+        seed,
         _seconds(row, "seconds"),
         _whole(row, "returncode", RETURNCODE_MIN),
         targets,

@@ -36,7 +36,9 @@ from ci.cli import (
     OneLineParser,
     UsageError,
     WriteFailed,
+    input_folder,
     output_folder,
+    separate,
     write_failed,
 )
 from ci.inputs import (
@@ -54,6 +56,7 @@ from ci.inputs import (
 from ci.replay.artifacts import REPO_ROOT, utc_stamp
 from ci.soak import command
 from ci.soak.command import Recheck, Soak, seed_from_row
+from ci.trust.targets import TARGETS
 
 SAME: Final[tuple[str, ...]] = (
     "profile",
@@ -137,7 +140,11 @@ def _checked_piece(document: object) -> dict[str, Any]:
     targets = expect_object(
         settings["targets"], "settings.targets", frozenset(), _keys(settings["targets"])
     )
+    if not targets:
+        raise InputError("", "settings.targets", "no target: a soak runs at least one")
     for name, nodeid in sorted(targets.items()):
+        if name not in TARGETS:
+            raise InputError("", "settings.targets", f"unknown target {name!r}")
         expect_str(nodeid, at("settings.targets", name))
     if "jobs" in settings:
         expect_int(settings["jobs"], "settings.jobs", 1)
@@ -145,7 +152,7 @@ def _checked_piece(document: object) -> dict[str, Any]:
     for index, check in enumerate(expect_list(top["rechecks"], "rechecks")):
         where = at("rechecks", index)
         raw = expect_object(check, where, RECHECK_KEYS)
-        expect_int(raw["seed"], at(where, "seed"), 1)
+        expect_int(raw["seed"], at(where, "seed"), 1, command.SEED_MAX)
         for key in ("target", "first", "second"):
             expect_str(raw[key], at(where, key))
         expect_bool(raw["reproduced"], at(where, "reproduced"))
@@ -312,6 +319,11 @@ def main(argv: Sequence[str]) -> int:
         arguments = parser.parse_args(argv)
         if arguments.out is not None:
             output_folder(arguments.out, "--out")
+        for folder in arguments.folders:  # a missing one: the reader says so
+            if folder.exists():
+                input_folder(folder, "merge")
+        if arguments.out is not None:
+            separate(arguments.folders, [("--out", arguments.out)])
         document = merge(
             arguments.folders, repo=arguments.repo, mixed_code=arguments.mixed_code
         )

@@ -525,7 +525,7 @@ fn new_table(config: SessionAffinityConfig, origin: Instant, manual: bool) -> Re
 #[pyo3(signature = (ttl_ns, mode, max_entries, max_session_id_bytes, sequence_offset, writer_id, programs, schedule_seed, sessions, canary=None, manual=false))]
 #[allow(clippy::too_many_arguments)]
 fn run_concurrent_affinity(
-    py: Python<'_>,
+    _py: Python<'_>,
     ttl_ns: u64,
     mode: &str,
     max_entries: usize,
@@ -578,7 +578,8 @@ fn run_concurrent_affinity(
             busy: &busy,
             canary,
         };
-        let runs = py.allow_threads(|| {
+        let runs = {
+            // `guard` released the GIL already.
             std::thread::scope(|scope| {
                 let workers: Vec<_> = programs
                     .iter()
@@ -590,7 +591,7 @@ fn run_concurrent_affinity(
                     .collect();
                 workers.into_iter().map(|worker| worker.join()).collect::<Vec<_>>()
             })
-        });
+        };
         let _context = runtime.enter();
         let mut events = Vec::new();
         let mut still_held = Vec::new();

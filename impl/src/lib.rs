@@ -28,7 +28,37 @@ create_exception!(_native, QueueUsageError, PyException, "A queue call the crate
 
 /// Runs `body`, turning a Rust panic into a `RustPanic` Python exception so the
 /// interpreter survives.
+///
+/// The body runs with the GIL released: a crate call that never returns (a
+/// deadlock) then blocks only its own thread, and the adapter's watchdog
+/// (`impl/adapter/lib.py`) can still run, name the call and end the process.
+/// Bodies touch no Python object (they convert before and after).
 pub(crate) fn guard<R>(body: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
+    let body = Unlocked(body);
+    Python::with_gil(|py| py.allow_threads(move || Unlocked(body.run()))).0
+}
+
+/// A body (or its result) that stays on the calling thread, run without the
+/// GIL. `allow_threads` asks for `Send` to keep Python references out; the
+/// bodies hold none, and the closure runs on this same thread, so no value
+/// crosses a thread.
+struct Unlocked<F>(F);
+
+// SAFETY: the closure runs on the thread that made it (`allow_threads` does not
+// move it), and guarded bodies hold no Python object (see `guard`).
+unsafe impl<F> Send for Unlocked<F> {}
+
+impl<F> Unlocked<F> {
+    fn run<R>(self) -> PyResult<R>
+    where
+        F: FnOnce() -> PyResult<R>,
+    {
+        caught(self.0)
+    }
+}
+
+/// `body`'s result, a panic turned into `RustPanic`.
+fn caught<R>(body: impl FnOnce() -> PyResult<R>) -> PyResult<R> {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(result) => result,
         Err(payload) => {

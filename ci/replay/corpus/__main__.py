@@ -17,10 +17,12 @@ from ci.cli import (
     UsageError,
     WriteFailed,
     output_folder,
+    separate,
     write_failed,
     write_results,
 )
 from ci.replay.corpus import CORPUS_DIR, CorpusError, add, build, stale_files
+from ci.replay.envelope import trace_path
 
 PROG = "ci.replay.corpus"
 
@@ -49,6 +51,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments = _parser().parse_args(argv)
         if arguments.command == "add":
             output_folder(arguments.corpus_dir, "--corpus-dir")
+            separate(
+                [trace_path(arguments.path)],
+                [("--name", arguments.corpus_dir / f"{arguments.name}.json")],
+            )
             target, changed = add(
                 arguments.path,
                 arguments.name,
@@ -82,4 +88,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run_command
+
+    run_command("ci.replay.corpus", main)

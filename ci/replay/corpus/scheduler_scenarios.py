@@ -20,6 +20,7 @@ Two families:
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import sys
 from collections.abc import Sequence
@@ -277,6 +278,12 @@ def catch_canaries(directory: Path = DIRECTORY) -> list[Path]:
     return written
 
 
+def _check_mode(arguments: argparse.Namespace) -> None:
+    """`--check` compares the scenario files only; it catches no canary."""
+    if arguments.check and arguments.catch_canaries:
+        raise UsageError("--check compares the scenarios only: drop --catch-canaries")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Write (or with `--check`, compare) the scenario files."""
     parser = OneLineParser(prog="python -m ci.replay.corpus.scheduler_scenarios")
@@ -288,6 +295,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     try:
         arguments = parser.parse_args(argv)
+        _check_mode(arguments)
     except UsageError as error:
         print(f"ci.replay.corpus.scheduler_scenarios: error: {error}", file=sys.stderr)
         return 2
@@ -310,4 +318,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ci.cli import run_command
+
+    run_command("ci.replay.corpus.scheduler_scenarios", main)
