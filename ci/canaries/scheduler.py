@@ -111,13 +111,17 @@ class _CancelledStaysCounted(_Unchecked):
         extra = sum(self.state.requests[rid].isl_tokens for rid in self._cancelled())
         return super().pending_isl_tokens() + extra
 
-    def class_stats(self) -> ClassStats:
-        stats = super().class_stats()
-        return replace(
-            stats,
-            pending_count=self.pending_count(),
-            pending_isl_tokens=self.pending_isl_tokens(),
-        )
+    def class_stats(self) -> tuple[ClassStats, ...]:
+        stats = list(super().class_stats())
+        for rid in self._cancelled():
+            request = self.state.requests[rid]
+            index = request.class_index
+            stats[index] = replace(
+                stats[index],
+                pending_count=stats[index].pending_count + 1,
+                pending_isl_tokens=stats[index].pending_isl_tokens + request.isl_tokens,
+            )
+        return tuple(stats)
 
 
 def lane_never_rechecked(config: SchedulerConfig) -> SchedulerApi:
