@@ -13,7 +13,11 @@ named in `PROPERTY` must reject what the canary shows on its own scenario
 * `due_off_by_one` -- a due time counts one ms late: a request due now is
   parked, and a parked one is rejected one ms after its due time;
 * `cancelled_stays_counted` -- a cancelled request leaves the queue but stays
-  in `pending_count`, `pending_isl_tokens` and the class's counters.
+  in `pending_count`, `pending_isl_tokens` and the class's counters;
+* `leave_at_booking_ignored` -- a caller that goes away once its request is
+  booked (before it took the response) is seen as gone, but its booking is
+  never freed: the worker's capacity does not return (one cancellation point,
+  queue.rs:1327-1341, ignored).
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from model.scheduler.table import (
     drain,
     reject_expired,
 )
-from model.scheduler.types import NOT_FOUND, ClassStats
+from model.scheduler.types import NOT_FOUND, ClassStats, Fate
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -124,6 +128,27 @@ class _CancelledStaysCounted(_Unchecked):
         return tuple(stats)
 
 
+class _LeaveAtBookingIgnored(_Unchecked):
+    """Keeps the booking of a caller that left at booking."""
+
+    def __init__(self, config: SchedulerConfig) -> None:
+        super().__init__(config)
+        self._leavers: set[str] = set()
+
+    def schedule(self, op: Schedule) -> None:
+        if op.leaves != "booking":
+            super().schedule(op)
+            return
+        self._leavers.add(op.request_id)
+        super().schedule(replace(op, leaves=None))
+
+    def fate(self, request_id: str) -> Fate:
+        fate = super().fate(request_id)
+        if request_id in self._leavers and fate.kind == "dispatched":
+            return Fate("cancelled", None, fate.at_ms)
+        return fate
+
+
 def lane_never_rechecked(config: SchedulerConfig) -> SchedulerApi:
     """A scheduler whose blocked pinned lanes are never rechecked."""
     return _LaneNeverRechecked(config)
@@ -139,16 +164,23 @@ def cancelled_stays_counted(config: SchedulerConfig) -> SchedulerApi:
     return _CancelledStaysCounted(config)
 
 
+def leave_at_booking_ignored(config: SchedulerConfig) -> SchedulerApi:
+    """A scheduler that never frees the booking of a caller gone at booking."""
+    return _LeaveAtBookingIgnored(config)
+
+
 CANARIES: dict[str, Callable[[SchedulerConfig], SchedulerApi]] = {
     "cancelled_stays_counted": cancelled_stays_counted,
     "due_off_by_one": due_off_by_one,
     "lane_never_rechecked": lane_never_rechecked,
+    "leave_at_booking_ignored": leave_at_booking_ignored,
 }
 
 CAUGHT_BY: dict[str, str] = {
     "cancelled_stays_counted": "states_agree",
     "due_off_by_one": "states_agree",
     "lane_never_rechecked": "states_agree",
+    "leave_at_booking_ignored": "states_agree",
 }
 """The check that reports each canary first in its shrunk counterexample."""
 
@@ -156,5 +188,6 @@ PROPERTY: dict[str, str] = {
     "cancelled_stays_counted": "pending_counters_sum_the_waiting_requests",
     "due_off_by_one": "no_request_waits_at_or_past_its_due_time",
     "lane_never_rechecked": "a_blocked_lane_is_dispatched_on_the_next_recheck",
+    "leave_at_booking_ignored": "only_dispatched_requests_hold_bookings",
 }
 """The property that rejects what each canary shows, beside the comparison."""

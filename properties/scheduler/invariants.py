@@ -26,7 +26,13 @@ from model.scheduler.ops import (
     SetCapacity,
     UpdateQueue,
 )
-from model.scheduler.types import DEADLINE_EXCEEDED, DUE_KEY_CAP_MS, Fate, Request
+from model.scheduler.types import (
+    DEADLINE_EXCEEDED,
+    DUE_KEY_CAP_MS,
+    QUEUE_REJECTED,
+    Fate,
+    Request,
+)
 from properties.registry import Step, register
 
 if TYPE_CHECKING:
@@ -730,3 +736,85 @@ def a_worker_at_exactly_its_capacity_took_a_request(view: SchedulerView) -> bool
         and rid in view.seen.booked
         for rid in dispatched
     )
+
+
+# ---- classes and callers that leave -------------------------------------------
+
+
+def _left_at(step: Step, point: str) -> list[str]:
+    """Requests whose caller, leaving at `point`, was newly cancelled by the step."""
+    before = _fates(step.before)
+    return [
+        rid
+        for rid, fate in step.after.seen.fates
+        if fate.kind == "cancelled"
+        and _request(step.after, rid).leaves == point
+        and (rid not in before or before[rid].kind == "waiting")
+    ]
+
+
+@register(
+    "scheduler",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}.schedule",),
+    guards=(f"{LOCAL}::classify_request",),
+)
+def a_caller_left_while_classified(step: Step) -> bool:
+    """A caller went away while the classifier ran: nothing reached the queue."""
+    return bool(_left_at(step, "classifying"))
+
+
+@register(
+    "scheduler",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}.schedule", f"{TABLE}.drain"),
+    guards=(f"{QUEUE}::book_and_respond",),
+)
+def a_caller_left_at_admission(step: Step) -> bool:
+    """A caller went away before the actor acknowledged its request."""
+    return bool(_left_at(step, "admission"))
+
+
+@register(
+    "scheduler",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}.release_leavers",),
+    guards=(
+        f"{QUEUE}::drain_cleanup",
+        "scheduling::queue::RequestLifecycleLease::drop",
+    ),
+)
+def a_caller_left_at_booking_and_its_capacity_returned(step: Step) -> bool:
+    """A booked caller went away before taking the response; no booking stays."""
+    return any(rid not in step.after.seen.booked for rid in _left_at(step, "booking"))
+
+
+@register(
+    "scheduler",
+    "sometimes",
+    "state",
+    reads=(f"{TABLE}.schedule",),
+    guards=(f"{POLICY}::enqueue_with_due_at",),
+)
+def a_class_limit_refused_a_request(view: SchedulerView) -> bool:
+    """A request was rejected by its class's queue limit."""
+    return any(
+        fate.kind == "rejected" and fate.detail == QUEUE_REJECTED
+        for _, fate in view.seen.fates
+    )
+
+
+@register(
+    "scheduler",
+    "sometimes",
+    "state",
+    reads=DRAIN_READS,
+    guards=(f"{POLICY}::pop_next",),
+)
+def requests_of_two_classes_wait_together(view: SchedulerView) -> bool:
+    """Waiting requests belong to two classes or more."""
+    waiting = _with_kind(view, "waiting")
+    return len({_request(view, rid).class_index for rid in waiting}) >= 2
