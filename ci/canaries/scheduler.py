@@ -17,7 +17,7 @@ named in `PROPERTY` must reject what the canary shows on its own scenario
 * `leave_at_booking_ignored` -- a caller that goes away once its request is
   booked (before it took the response) is seen as gone, but its booking is
   never freed: the worker's capacity does not return (one cancellation point,
-  queue.rs:1327-1341, ignored).
+  queue.rs:1308-1318, ignored).
 """
 
 from __future__ import annotations

@@ -91,7 +91,7 @@ Rules, each with the crate's place:
   - at admission (enqueue sent, not acknowledged): the actor handles the
     request as any other (counted; a due time passed is counted as rejected;
     a limit refuses it) but with its response channel closed: popped at once,
-    it is not booked (`book_and_respond`, queue.rs:1781-1787), though its pop
+    it is not booked (`book_and_respond`, queue.rs:1808-1814), though its pop
     charged its class's credit; parked, the lease's drop removes it as a
     cancel of a waiting request does.
   - waiting: the lease's drop removes it (queue.rs:451-466; `drain_cleanup`,
@@ -102,7 +102,7 @@ Rules, each with the crate's place:
     drained (`handle_update`); otherwise nothing else happens.
   - at booking (booked, response not taken): once the drain that booked it
     ends, its booking is freed (the lease's drop, `drain_cleanup`'s booking
-    branch, queue.rs:1327-1341) and every lane is rechecked (queue.rs:1384,
+    branch, queue.rs:1308-1318) and every lane is rechecked (queue.rs:1387,
     `made_ready`): its capacity returns.
   - after the end: nothing; the booking, if any, stays until `free`.
 * Counters: every `schedule` that reaches the actor counts in its class's
@@ -457,7 +457,7 @@ def _admit(state: SchedulerState, request_id: str, *, gone: bool) -> SchedulerSt
 
     Selection fails with `NoEndpoints` when its worker is not available
     (queue.rs:1736-1743); a caller gone before the booking is not booked
-    (queue.rs:1781-1787); otherwise it is booked on its worker.
+    (queue.rs:1808-1814); otherwise it is booked on its worker.
     """
     worker = state.requests[request_id].worker
     if gone:
@@ -488,8 +488,8 @@ def release_leavers(state: SchedulerState) -> SchedulerState:
     """Free the bookings of callers that leave at booking; recheck if any.
 
     The lease's drop queues the booking for the actor's cleanup
-    (queue.rs:451-466), which frees it (queue.rs:1327-1341) and, the release
-    having applied, runs `handle_update` (queue.rs:1384): expire, recheck every
+    (queue.rs:451-466), which frees it (queue.rs:1308-1318) and, the release
+    having applied, runs `handle_update` (queue.rs:1387): expire, recheck every
     lane, drain.
     """
     leavers = sorted(

@@ -18,13 +18,13 @@ FateKind = Literal["waiting", "dispatched", "rejected", "cancelled"]
 LeavePoint = Literal["classifying", "admission", "booking"]
 """Where a caller goes away on its own, at a point no call between steps reaches.
 
-* `classifying` -- while the request classifier runs (local.rs:338, the await
+* `classifying` -- while the request classifier runs (local.rs:346, the await
   of `classify_request`): the request never reaches the queue.
 * `admission` -- once the enqueue command is sent, before the actor
-  acknowledged it (queue.rs:730-737, the await of the acknowledgement): the
+  acknowledged it (queue.rs:798, the await of the acknowledgement): the
   actor handles the request with its response channel closed.
 * `booking` -- once the request holds a booking, before the caller took the
-  response (local.rs:344-346, the await of the response): the lease's drop
+  response (local.rs:363, the await of the response): the lease's drop
   hands the booking to the actor's cleanup, which frees it.
 """
 LEAVE_POINTS: Final[tuple[LeavePoint, ...]] = ("classifying", "admission", "booking")
