@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from model.errors import SchedulerError
-from model.scheduler.ops import Schedule, SchedulerOp, SchedulerOutcome
+from model.scheduler.ops import Cancel, Schedule, SchedulerOp, SchedulerOutcome
 from model.scheduler.table import (
     ModelScheduler,
     SchedulerState,
@@ -34,7 +34,7 @@ from model.scheduler.table import (
     drain,
     reject_expired,
 )
-from model.scheduler.types import NOT_FOUND, ClassStats, Fate
+from model.scheduler.types import NOT_FOUND, WAITING, ClassStats
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -129,24 +129,23 @@ class _CancelledStaysCounted(_Unchecked):
 
 
 class _LeaveAtBookingIgnored(_Unchecked):
-    """Keeps the booking of a caller that left at booking."""
+    """Keeps the booking of a caller that left at booking (its fate still says so)."""
 
-    def __init__(self, config: SchedulerConfig) -> None:
-        super().__init__(config)
-        self._leavers: set[str] = set()
-
-    def schedule(self, op: Schedule) -> None:
-        if op.leaves != "booking":
-            super().schedule(op)
-            return
-        self._leavers.add(op.request_id)
-        super().schedule(replace(op, leaves=None))
-
-    def fate(self, request_id: str) -> Fate:
-        fate = super().fate(request_id)
-        if request_id in self._leavers and fate.kind == "dispatched":
-            return Fate("cancelled", None, fate.at_ms)
-        return fate
+    def _apply(self, op: SchedulerOp) -> SchedulerOutcome:
+        before = self.state
+        self.state, outcome = apply(self.state, op)
+        cancelled_by_op = op.request_id if isinstance(op, Cancel) else None
+        kept = {
+            rid: self.state.requests[rid].worker
+            for rid, fate in self.state.fates.items()
+            if fate.kind == "cancelled"
+            and self.state.requests[rid].leaves == "booking"
+            and before.fates.get(rid, WAITING).kind == "waiting"
+            and rid != cancelled_by_op
+        }
+        if kept:
+            self.state = replace(self.state, booked={**self.state.booked, **kept})
+        return outcome
 
 
 def lane_never_rechecked(config: SchedulerConfig) -> SchedulerApi:
