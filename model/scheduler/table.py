@@ -315,6 +315,9 @@ class SchedulerState:
         assert all(self.requests[rid].leaves != "booking" for rid in self.booked)
         # a blocked lane has requests
         assert all((c, w) in self.lanes() for c, w in self.blocked)
+        # no class is carried between calls: every drain ends with an empty pop,
+        # which takes the carry, or with an empty queue (policy_queue.rs:779-784)
+        assert self.carry is None
         # an empty class has no credit
         assert all(
             self.class_waiting(c) or self.deficits[c] == 0
