@@ -50,7 +50,7 @@ DUE_GUARDS = (
     f"{QUEUE}::reject_expired",
     f"{POLICY}::take_expired",
 )
-DRAIN_READS = (f"{TABLE}.drain", f"{TABLE}._next_dispatch")
+DRAIN_READS = (f"{TABLE}.drain", f"{TABLE}.pop_next")
 DRAIN_GUARDS = (f"{QUEUE}::drain_ready", f"{CLASS}::next_dispatchable_worker")
 
 
