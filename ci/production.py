@@ -271,15 +271,22 @@ ROWS: tuple[Row, ...] = (
         "—",
         "not covered by SPEC (the binding's own choices)",
         "binding limits: workers `0..n` fixed at construction (one rank each), "
-        "a worker's config is its capacity (`max_num_batched_tokens`); one class "
-        "(`PolicyProfile::synthetic(Some(1.0), Fcfs)`: busy above capacity); no "
+        "a worker's config is its capacity (`max_num_batched_tokens`); the "
+        "profile is one class (`PolicyProfile::synthetic(Some(1.0), Fcfs)`) or "
+        "the root profile of a router policy document of two to four classes, "
+        "class `i` alone in family `f{i}` (drawn quanta, FCFS or WSPT, "
+        "per-worker limits), every class busy above capacity "
+        "(`prefill_busy_threshold_frac: 1.0`); no priority jump; no "
         "active-request expiry (`new_without_expiry`); periodic recheck every "
         "1,200 years, the clock capped at 600 years and moved in explicit steps "
         "(each due time it handed the crate on the way, then the target, in "
         "pieces of at most 2^29 ms); due times as "
         "far as the platform's `Instant` reaches; a picker of its own (lowest "
         "worker id) with one eligible worker per request (pinned, or the only "
-        "allowed); a classifier of its own that only sets due times; an "
+        "allowed); a classifier of its own that sets due times and the class "
+        '(`set_policy_class("f{i}")`) and can keep a classification pending; '
+        "callers that go away at a chosen point (while classified, once the "
+        "enqueue is sent, once booked); an "
         "availability provider of its own answering the set last given (none by "
         "default); one caller per id",
         "impl/src/scheduler.rs",

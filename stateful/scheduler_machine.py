@@ -1,7 +1,11 @@
 """The differential scheduler machine: Hypothesis drives the model and a SUT.
 
-Rules interleave scheduling (pinned or shared, with or without a due time,
-due times centuries out where the queue caps its due keys), frees, capacity
+Each run builds one profile: the synthetic one-class profile, or two to four
+policy classes of drawn quanta, queue policies and per-worker limits (as the
+queue machine draws them), every request naming a drawn class and strict
+priority. Rules interleave scheduling (pinned or shared, with or without a
+due time, due times centuries out where the queue caps its due keys, callers
+that go away while classified, at admission or at booking), frees, capacity
 changes, `update_queue`, clock advances that land before, on and after due
 times, cancellations, and changes of the set of available workers (which the
 scheduler is not told of). Every rule builds operations of
@@ -18,6 +22,7 @@ from hypothesis import note
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize
 
+from model.queue.types import ClassConfig
 from model.scheduler.ops import (
     Advance,
     Cancel,
@@ -27,7 +32,12 @@ from model.scheduler.ops import (
     SetCapacity,
     UpdateQueue,
 )
-from model.scheduler.types import DUE_KEY_CAP_MS, SchedulerConfig
+from model.scheduler.types import (
+    DUE_KEY_CAP_MS,
+    LEAVE_POINTS,
+    LeavePoint,
+    SchedulerConfig,
+)
 from stateful.machine import DRAW, DifferentialMachine, Draw, precondition, rule
 from stateful.scheduler_subject import (
     SchedulerFactory,
@@ -51,9 +61,30 @@ are for ordering here (a corpus scenario moves the clock onto the cap)."""
 FAR_DUE_KINDS = ("none", "cap-1", "cap", "cap+1", "twice the cap")
 """A due time relative to the queue's deadline origin: none, one ms before the
 first capped due key, on it, after it, or far beyond it."""
+CLASS_COUNTS = (1, 1, 2, 3, 4)
+"""1: the synthetic profile; otherwise that many classes of a root profile."""
+QUANTA = (1, 2, 3, 5, 8, 40)
+STRICT = (0, 0, 0, 1, 2)
 TEARDOWN_FREES_PER_REQUEST = 1
 """Teardown frees at most this many bookings per request scheduled (each request
 is booked at most once), plus one: the cap of its loop."""
+
+
+@st.composite
+def class_configs(draw: st.DrawFn, index: int) -> ClassConfig:
+    """One class of a root profile: quantum, queue policy, per-worker limits."""
+    return ClassConfig(
+        name=f"c{index}",
+        queue_policy=draw(st.sampled_from(("fcfs", "wspt"))),
+        quantum=draw(st.sampled_from(QUANTA)),
+        request_queue_limit_per_worker=draw(st.none() | st.none() | st.integers(0, 4)),
+        raw_isl_token_queue_limit_per_worker=draw(
+            st.none() | st.none() | st.integers(0, 40)
+        ),
+        cached_token_queue_limit_per_worker=draw(
+            st.none() | st.none() | st.none() | st.integers(0, 20)
+        ),
+    )
 
 
 class SchedulerMachine(DifferentialMachine):
@@ -122,17 +153,35 @@ class SchedulerMachine(DifferentialMachine):
 
     # -- rules --
 
+    def _classes(self) -> int:
+        return len(self.state.classes)
+
+    def _draw_class(self, data: Draw) -> tuple[int, int]:
+        """A class of the run's profile and a strict priority, drawn alike."""
+        if self._classes() == 1:
+            return 0, 0
+        class_index = data.draw(st.integers(0, self._classes() - 1), label="class")
+        strict = data.draw(st.sampled_from(STRICT), label="strict priority")
+        return class_index, strict
+
     @initialize(
         count=st.sampled_from(WORKER_COUNTS),
+        class_count=st.sampled_from(CLASS_COUNTS),
         data=st.data(),
     )
-    def build(self, count: int, data: st.DataObject) -> None:
-        """Build both schedulers over `count` workers of drawn capacities."""
+    def build(self, count: int, class_count: int, data: st.DataObject) -> None:
+        """Build both schedulers over `count` workers and a drawn profile."""
         capacities = tuple(
             data.draw(st.sampled_from(CAPACITIES_TOKENS), label=f"capacity {w}")
             for w in range(count)
         )
-        config = SchedulerConfig(capacities_tokens=capacities)
+        classes: tuple[ClassConfig, ...] = ()
+        if class_count > 1:
+            classes = tuple(
+                data.draw(class_configs(index), label=f"class {index}")
+                for index in range(class_count)
+            )
+        config = SchedulerConfig(capacities_tokens=capacities, classes=classes)
         note(f"config: {config}")
         self._start(SchedulerHarness(config, type(self).factory))
 
@@ -151,11 +200,40 @@ class SchedulerMachine(DifferentialMachine):
     ) -> None:
         """Scheduling a request gives the same fate on both sides."""
         worker = data.draw(st.integers(0, self._workers() - 1), label="worker")
+        class_index, strict = self._draw_class(data)
         due_ms = None if due_offset_ms is None else self.state.now_ms + due_offset_ms
         self._apply(
             "schedule",
-            Schedule(self._new_id(), worker, pinned, isl, due_ms),
+            Schedule(self._new_id(), worker, pinned, isl, due_ms, class_index, strict),
         )
+
+    @rule(
+        data=DRAW,
+        pinned=st.booleans(),
+        isl=st.sampled_from(ISL_TOKENS),
+        due_offset_ms=st.sampled_from(DUE_OFFSETS_MS),
+        leaves=st.sampled_from(LEAVE_POINTS),
+    )
+    def schedule_a_caller_that_leaves(
+        self,
+        data: Draw,
+        pinned: bool,
+        isl: int,
+        due_offset_ms: int | None,
+        leaves: LeavePoint,
+    ) -> None:
+        """A caller goes away while classified, at admission or at booking, alike.
+
+        At booking it leaves once its request is booked, now or on a later
+        step: the booking is freed and the worker's capacity returns.
+        """
+        worker = data.draw(st.integers(0, self._workers() - 1), label="worker")
+        class_index, strict = self._draw_class(data)
+        due_ms = None if due_offset_ms is None else self.state.now_ms + due_offset_ms
+        op = Schedule(
+            self._new_id(), worker, pinned, isl, due_ms, class_index, strict, leaves
+        )
+        self._apply("schedule_a_caller_that_leaves", op)
 
     @precondition(has_bookings)
     @rule(data=DRAW)

@@ -36,6 +36,9 @@ SCENARIOS: dict[str, tuple[SchedulerOp, ...]] = {
         Schedule("gone", 0, pinned=False, isl_tokens=1),
         Cancel("gone"),
     ),
+    "leave_at_booking_ignored": (
+        Schedule("gone", 0, pinned=True, isl_tokens=1, leaves="booking"),
+    ),
 }
 
 

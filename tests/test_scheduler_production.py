@@ -81,7 +81,7 @@ def test_scheduler_due_time_is_enforced_at_enqueue_and_exactly_at_the_due_time()
     assert Fate("rejected", DEADLINE_EXCEEDED, 0) == scheduler.fate("now")
     assert Fate("waiting") == at_two
     assert Fate("rejected", DEADLINE_EXCEEDED, 3) == scheduler.fate("later")
-    assert 2 == scheduler.class_stats().rejected_due_time_passed_total
+    assert 2 == scheduler.class_stats()[0].rejected_due_time_passed_total
 
 
 def test_scheduler_timer_grid_rounds_a_due_time_up_to_the_next_ms() -> None:

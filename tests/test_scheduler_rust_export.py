@@ -11,9 +11,11 @@ from ci.profiles import selected_profile
 from ci.replay.corpus.scheduler_scenarios import files
 from ci.replay.rust.cargo import run_exports
 from ci.replay.rust.emit import Capabilities, export, export_name, rustfmt
+from ci.replay.rust.scheduler import exportable
 from ci.replay.trace import load
 
-TRACES = files()
+TRACES = [path for path in files() if exportable(load(path))]
+"""The traces the export writes (`exportable`: the synthetic profile's)."""
 PINNED = Capabilities(crate_version="1.6.1", manual_clock=False)
 BUILDING_PROFILES = ("ci", "nightly")
 

@@ -13,7 +13,11 @@ named in `PROPERTY` must reject what the canary shows on its own scenario
 * `due_off_by_one` -- a due time counts one ms late: a request due now is
   parked, and a parked one is rejected one ms after its due time;
 * `cancelled_stays_counted` -- a cancelled request leaves the queue but stays
-  in `pending_count`, `pending_isl_tokens` and the class's counters.
+  in `pending_count`, `pending_isl_tokens` and the class's counters;
+* `leave_at_booking_ignored` -- a caller that goes away once its request is
+  booked (before it took the response) is seen as gone, but its booking is
+  never freed: the worker's capacity does not return (one cancellation point,
+  queue.rs:1308-1318, ignored).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from model.errors import SchedulerError
-from model.scheduler.ops import Schedule, SchedulerOp, SchedulerOutcome
+from model.scheduler.ops import Cancel, Schedule, SchedulerOp, SchedulerOutcome
 from model.scheduler.table import (
     ModelScheduler,
     SchedulerState,
@@ -30,7 +34,7 @@ from model.scheduler.table import (
     drain,
     reject_expired,
 )
-from model.scheduler.types import NOT_FOUND, ClassStats
+from model.scheduler.types import NOT_FOUND, WAITING, ClassStats
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -111,13 +115,37 @@ class _CancelledStaysCounted(_Unchecked):
         extra = sum(self.state.requests[rid].isl_tokens for rid in self._cancelled())
         return super().pending_isl_tokens() + extra
 
-    def class_stats(self) -> ClassStats:
-        stats = super().class_stats()
-        return replace(
-            stats,
-            pending_count=self.pending_count(),
-            pending_isl_tokens=self.pending_isl_tokens(),
-        )
+    def class_stats(self) -> tuple[ClassStats, ...]:
+        stats = list(super().class_stats())
+        for rid in self._cancelled():
+            request = self.state.requests[rid]
+            index = request.class_index
+            stats[index] = replace(
+                stats[index],
+                pending_count=stats[index].pending_count + 1,
+                pending_isl_tokens=stats[index].pending_isl_tokens + request.isl_tokens,
+            )
+        return tuple(stats)
+
+
+class _LeaveAtBookingIgnored(_Unchecked):
+    """Keeps the booking of a caller that left at booking (its fate still says so)."""
+
+    def _apply(self, op: SchedulerOp) -> SchedulerOutcome:
+        before = self.state
+        self.state, outcome = apply(self.state, op)
+        cancelled_by_op = op.request_id if isinstance(op, Cancel) else None
+        kept = {
+            rid: self.state.requests[rid].worker
+            for rid, fate in self.state.fates.items()
+            if fate.kind == "cancelled"
+            and self.state.requests[rid].leaves == "booking"
+            and before.fates.get(rid, WAITING).kind == "waiting"
+            and rid != cancelled_by_op
+        }
+        if kept:
+            self.state = replace(self.state, booked={**self.state.booked, **kept})
+        return outcome
 
 
 def lane_never_rechecked(config: SchedulerConfig) -> SchedulerApi:
@@ -135,16 +163,23 @@ def cancelled_stays_counted(config: SchedulerConfig) -> SchedulerApi:
     return _CancelledStaysCounted(config)
 
 
+def leave_at_booking_ignored(config: SchedulerConfig) -> SchedulerApi:
+    """A scheduler that never frees the booking of a caller gone at booking."""
+    return _LeaveAtBookingIgnored(config)
+
+
 CANARIES: dict[str, Callable[[SchedulerConfig], SchedulerApi]] = {
     "cancelled_stays_counted": cancelled_stays_counted,
     "due_off_by_one": due_off_by_one,
     "lane_never_rechecked": lane_never_rechecked,
+    "leave_at_booking_ignored": leave_at_booking_ignored,
 }
 
 CAUGHT_BY: dict[str, str] = {
     "cancelled_stays_counted": "states_agree",
     "due_off_by_one": "states_agree",
     "lane_never_rechecked": "states_agree",
+    "leave_at_booking_ignored": "states_agree",
 }
 """The check that reports each canary first in its shrunk counterexample."""
 
@@ -152,5 +187,6 @@ PROPERTY: dict[str, str] = {
     "cancelled_stays_counted": "pending_counters_sum_the_waiting_requests",
     "due_off_by_one": "no_request_waits_at_or_past_its_due_time",
     "lane_never_rechecked": "a_blocked_lane_is_dispatched_on_the_next_recheck",
+    "leave_at_booking_ignored": "only_dispatched_requests_hold_bookings",
 }
 """The property that rejects what each canary shows, beside the comparison."""

@@ -67,6 +67,7 @@ SCHEDULER_RULE_OP_TYPES: RuleTable = {
     "free": frozenset({Free}),
     "free_without_a_booking": frozenset({Free}),
     "schedule": frozenset({Schedule}),
+    "schedule_a_caller_that_leaves": frozenset({Schedule}),
     "set_available": frozenset({SetAvailable}),
     "set_capacity": frozenset({SetCapacity}),
     "teardown": frozenset({Free, UpdateQueue}),

@@ -43,6 +43,11 @@ within `depth_max` steps of a fresh scheduler, under this alphabet" -- never
 * `Cancel` of every scheduled id: a waiting one is removed, an ended one's
   caller goes away after the end (nothing changes).
 
+A bound may declare policy classes (`classes`: the profile of a router
+policy document, `SchedulerConfig.classes`), the classes a request may name
+(`class_choices`) and the points at which its caller may go away on its own
+(`leave_points`, None: it stays); each multiplies the `Schedule`s above.
+
 **Properties.** Every `always` scheduler property is checked on every node
 (state properties) and every edge (step properties), as the machine checks
 them after every step, refused calls included; each `sometimes` goal must be
@@ -57,6 +62,7 @@ from functools import partial
 from typing import TypeAlias
 
 from ci.explore import search
+from model.queue.types import ClassConfig
 from model.scheduler.api import observe, outcome_of
 from model.scheduler.ops import (
     Advance,
@@ -68,7 +74,7 @@ from model.scheduler.ops import (
     UpdateQueue,
 )
 from model.scheduler.table import ModelScheduler, SchedulerState, initial_state
-from model.scheduler.types import Request, SchedulerConfig
+from model.scheduler.types import LeavePoint, Request, SchedulerConfig
 from properties import Step
 from properties.registry import goals
 from properties.scheduler.invariants import SchedulerView
@@ -90,11 +96,16 @@ class SchedulerBound:
     states_max: int  # safety cap: more distinct states raises
     goals_out_of_reach: Mapping[str, str] = field(default_factory=dict)
     """`sometimes` goals this bound cannot reach, each with the reason."""
+    classes: tuple[ClassConfig, ...] = ()  # the profile (none: synthetic)
+    class_choices: tuple[int, ...] = (0,)  # the classes a request may name
+    leave_points: tuple[LeavePoint | None, ...] = (None,)  # where callers leave
 
     @property
     def config(self) -> SchedulerConfig:
         """The scheduler every path starts from."""
-        return SchedulerConfig(capacities_tokens=self.capacities_tokens)
+        return SchedulerConfig(
+            capacities_tokens=self.capacities_tokens, classes=self.classes
+        )
 
     def describe(self) -> str:
         """One line naming the bound's workers, alphabet and limits."""
@@ -106,6 +117,19 @@ class SchedulerBound:
             f"set_capacity={list(self.capacity_choices_tokens)} "
             f"advance_ms={list(self.advance_steps_ms)} and -1/0/+1 of each due "
             f"requests_max={self.requests_max} depth_max={self.depth_max}"
+            + self._classes_text()
+        )
+
+    def _classes_text(self) -> str:
+        if not self.classes:
+            return ""
+        classes = ", ".join(
+            f"{c.name} {c.queue_policy} q{c.quantum}" for c in self.classes
+        )
+        leaves = ["stays" if p is None else p for p in self.leave_points]
+        return (
+            f" classes=[{classes}] class_choices={list(self.class_choices)} "
+            f"leaves=[{', '.join(leaves)}]"
         )
 
 
@@ -129,8 +153,11 @@ def node_of(state: SchedulerState, inputs: tuple[Request, ...] | None = None) ->
         state.parked,
         tuple(sorted(state.booked.items())),
         tuple(sorted(state.blocked)),
-        state.received_total,
-        state.rejected_due_time_passed_total,
+        state.received,
+        state.rejected_due,
+        state.deficits,
+        state.cursor,
+        state.carry,
         asked,
     )
     return SchedulerNode(key=key, state=state, inputs=asked)
@@ -176,11 +203,15 @@ def bound_ops(bound: SchedulerBound, node: Node) -> list[SchedulerOp]:
             pinned,
             isl,
             None if offset is None else state.now_ms + offset,
+            class_index=class_index,
+            leaves=leaves,
         )
         for worker, pinned in bound.lanes
         for isl in bound.isl_tokens
         for offset in bound.due_offsets_ms
         if offset is None or state.now_ms + offset >= 0  # no instant before 0
+        for class_index in bound.class_choices
+        for leaves in bound.leave_points
     ]
     asked = [request.request_id for request in node.inputs]
     ops += [Free(rid) for rid in sorted(state.booked)]
@@ -207,6 +238,9 @@ def _asked(node: Node, op: SchedulerOp) -> tuple[Request, ...]:
         isl_tokens=op.isl_tokens,
         due_ms=op.due_ms,
         scheduled_at_ms=node.state.now_ms,
+        class_index=op.class_index,
+        strict_priority=op.strict_priority,
+        leaves=op.leaves,
     )
     return (*node.inputs, request)
 
@@ -299,6 +333,40 @@ _FOUR_STEPS = (
     "it, then the head's end: 4 steps"
 )
 
+_NO_CLOCK = "no due times and no clock steps: the bound is about classes and leavers"
+_TWO_CLASSES_OUT_OF_REACH: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "a_request_due_in_one_ms_is_parked",
+            "a_request_due_now_is_rejected_at_schedule",
+            "an_advance_lands_exactly_on_a_due_time",
+            "an_advance_passes_a_due_time",
+            "an_advance_stops_one_ms_before_a_due_time",
+            "an_expiry_lets_a_waiting_request_through",
+        ),
+        _NO_CLOCK,
+    ),
+    "a_capacity_change_dispatches_a_waiting_pinned_request": "no capacity changes",
+    "a_cancel_lets_the_next_shared_request_through": "one worker: no request "
+    "for another worker behind a shared head",
+    "the_shared_lane_waits_behind_its_head": "one worker: no request for a free "
+    "worker behind a shared head",
+}
+"""Goals of due times, capacities and a second worker, left to the other bounds."""
+
+_ONE_CLASS_NO_LEAVERS = "one class and no caller that leaves on its own"
+_CLASS_AND_LEAVER_GOALS = dict.fromkeys(
+    (
+        "a_caller_left_at_admission",
+        "a_caller_left_at_booking_and_its_capacity_returned",
+        "a_caller_left_while_classified",
+        "a_class_limit_refused_a_request",
+        "requests_of_two_classes_wait_together",
+    ),
+    _ONE_CLASS_NO_LEAVERS,
+)
+"""Goals only `two_classes` reaches among the every-push bounds."""
+
 SCHEDULER_BOUNDS: tuple[SchedulerBound, ...] = (
     SchedulerBound(
         name="lanes",
@@ -311,13 +379,16 @@ SCHEDULER_BOUNDS: tuple[SchedulerBound, ...] = (
         requests_max=3,
         depth_max=3,
         states_max=10_000,
-        goals_out_of_reach=dict.fromkeys(
-            (
-                "a_cancel_lets_the_next_shared_request_through",
-                "an_expiry_lets_a_waiting_request_through",
+        goals_out_of_reach={
+            **dict.fromkeys(
+                (
+                    "a_cancel_lets_the_next_shared_request_through",
+                    "an_expiry_lets_a_waiting_request_through",
+                ),
+                _FOUR_STEPS,
             ),
-            _FOUR_STEPS,
-        ),
+            **_CLASS_AND_LEAVER_GOALS,
+        },
     ),
     SchedulerBound(
         name="handoff",
@@ -332,7 +403,27 @@ SCHEDULER_BOUNDS: tuple[SchedulerBound, ...] = (
         states_max=20_000,
         goals_out_of_reach={
             "a_request_due_in_one_ms_is_parked": "no request is due 1 ms ahead",
+            **_CLASS_AND_LEAVER_GOALS,
         },
+    ),
+    SchedulerBound(
+        name="two_classes",
+        capacities_tokens=(0,),
+        lanes=((0, True), (0, False)),
+        isl_tokens=(1,),
+        due_offsets_ms=(None,),
+        capacity_choices_tokens=(),
+        advance_steps_ms=(),
+        requests_max=3,
+        depth_max=3,
+        states_max=20_000,
+        classes=(
+            ClassConfig("c0", "fcfs", 1, request_queue_limit_per_worker=1),
+            ClassConfig("c1", "wspt", 2),
+        ),
+        class_choices=(0, 1),
+        leave_points=(None, "classifying", "admission", "booking"),
+        goals_out_of_reach=_TWO_CLASSES_OUT_OF_REACH,
     ),
     SchedulerBound(
         name="wide",
@@ -345,15 +436,19 @@ SCHEDULER_BOUNDS: tuple[SchedulerBound, ...] = (
         requests_max=3,
         depth_max=4,
         states_max=500_000,
+        goals_out_of_reach=_CLASS_AND_LEAVER_GOALS,
     ),
 )
 """The declared scheduler bounds, smallest first: `lanes` (two workers of
 capacity 0, three lanes, due offsets none, -1 to 2, 3 steps), `handoff` (the
-same lanes, 4 steps, due offsets none, -1, 0 and 2) and `wide` (capacities 1 and 0,
+same lanes, 4 steps, due offsets none, -1, 0 and 2), `two_classes` (one worker
+of capacity 0, pinned and shared, two classes -- FCFS quantum 1 with one
+request per worker, WSPT quantum 2 -- every leave point, 3 steps: 4,525
+states) and `wide` (capacities 1 and 0,
 every lane, prompts of 0 and 1 token, capacities 0 to 2, every due offset,
 4 steps: 431,201 states)."""
 
-CI_SCHEDULER_BOUNDS = ("lanes", "handoff")
+CI_SCHEDULER_BOUNDS = ("lanes", "handoff", "two_classes")
 """Scheduler bounds small enough for every push; the others run nightly."""
 
 

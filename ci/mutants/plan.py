@@ -29,25 +29,33 @@ from ci.mutants.report import (
 AFFINITY_RS = "src/services/selection/affinity.rs"
 QUEUE_RS = "src/scheduling/policy_queue.rs"
 # `-p ci.mutants.noshrink`: report the first failing example unshrunk (see that module).
+# `-p no:ci.order`: the gate's order (slow tests, then every machine, longest
+# first) is for finishing a whole run early; a mutant wants the test most likely
+# to catch it first, so the tests run in `PYTEST_PATHS_BY_FILE`'s order.
 PYTEST_OPTIONS_DEFAULT = (
     "-x",
     "-q",
     "-p",
     "no:cacheprovider",
+    "-p",
+    "no:ci.order",
     "--hypothesis-profile=ci",
     "-p",
     "ci.mutants.noshrink",
 )
 # What our suite runs per mutated file (paths, globs or `glob::test` node ids
-# inside the tree, in this order, so `-x` stops at the strongest check first):
-# the component's differential machine, the unit tests that drive the crate, the
-# explorer's replay of every bounded-graph edge through the crate, and the
-# clock-variant machine. The rest of the suite never reaches the crate.
+# inside the tree, in this order -- detection order, `-p no:ci.order` keeps it --
+# so `-x` stops at the strongest check first): the machines that drive the
+# crate (their crate runs only: the model-against-model runs never reach it),
+# the mutated file's own unit tests, the corpus, the explorer's replay of every
+# bounded-graph edge through the crate, and the clock-variant machine. The rest
+# of the suite never reaches the crate.
 # `--pytest-paths "stateful tests"` runs the whole suite instead (slower: the
 # rest never reaches the mutated file, so survivors pay for all of it).
 PYTEST_PATHS_BY_FILE = {
     AFFINITY_RS: (
-        "stateful/test_affinity_machine.py",
+        "stateful/test_affinity_machine.py::test_the_crate_agrees_with_the_model_and_every_goal_is_reached",
+        "stateful/test_affinity_machine.py::test_the_crates_manual_clock_agrees_with_the_model",
         "tests/test_affinity_*.py",
         "tests/test_group_key.py",  # crate against model where the tree has it
         "tests/test_production_under_test.py",
@@ -62,11 +70,12 @@ PYTEST_PATHS_BY_FILE = {
         "tests/test_corpus.py::test_a_corpus_trace_replays_without_divergence",
     ),
     QUEUE_RS: (
-        "stateful/test_queue_machine.py",
-        "tests/test_queue_*.py",
+        "stateful/test_queue_machine.py::test_the_crate_agrees_with_the_model_and_every_goal_is_reached",
         # The public scheduler drives the queue's crate-private recheck, due-time
-        # and cleanup paths (`recheck_worker`, `take_expired`, `take_if_in_class`).
-        "stateful/test_scheduler_machine.py",
+        # and cleanup paths (`recheck_worker`, `take_expired`, `take_if_in_class`),
+        # over two to four policy classes.
+        "stateful/test_scheduler_machine.py::test_the_crate_scheduler_agrees_with_the_model_and_every_goal_is_reached",
+        "tests/test_queue_*.py",
         "tests/test_scheduler_corpus.py",
         "tests/test_scheduler_binding.py",
         "tests/test_scheduler_production.py",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import typing
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import fields
+from dataclasses import MISSING, fields
 from types import NoneType, UnionType
 from typing import Any, Final, Literal, get_args, get_origin, get_type_hints
 
@@ -175,11 +175,23 @@ class OpCodec:
         op_types: Sequence[type],
         registered: Mapping[type, Codec],
         ranges: Mapping[str, Bounds] = NO_RANGES,
+        sparse: frozenset[str] = frozenset(),
     ) -> None:
         """Build each operation's field codecs (once, at import).
 
-        `ranges` bounds integer fields by name, in every operation.
+        `ranges` bounds integer fields by name, in every operation. A `sparse`
+        field is written only when it differs from its default, and read as its
+        default when absent (traces written before it existed stay valid).
         """
+        self.sparse = sparse
+        self.defaults: dict[str, dict[str, object]] = {
+            op.__name__: {
+                field.name: field.default
+                for field in fields(op)
+                if field.name in sparse and field.default is not MISSING
+            }
+            for op in op_types
+        }
         self.by_name: dict[str, type] = {op.__name__: op for op in op_types}
         self.fields: dict[str, tuple[tuple[str, Encoder, Decoder], ...]] = {
             name: tuple(
@@ -199,8 +211,11 @@ class OpCodec:
     def encode(self, op: Any) -> dict[str, Any]:
         """`{"op": <class name>, <field>: <value>, ...}`."""
         name = type(op).__name__
+        defaults = self.defaults[name]
         return {"op": name} | {
-            field: encode(getattr(op, field)) for field, encode, _ in self.fields[name]
+            field: encode(getattr(op, field))
+            for field, encode, _ in self.fields[name]
+            if field not in defaults or getattr(op, field) != defaults[field]
         }
 
     def decode(self, value: object, where: str) -> Any:
@@ -212,9 +227,13 @@ class OpCodec:
             known = ", ".join(sorted(self.by_name))
             raise TraceError(where, f"unknown operation {name!r} (known: {known})")
         spec = self.fields[name]
-        raw = expect_object(value, where, frozenset({"op"} | {f for f, _, _ in spec}))
+        defaults = self.defaults[name]
+        required = frozenset({"op"} | {f for f, _, _ in spec} - defaults.keys())
+        raw = expect_object(value, where, required, frozenset(defaults))
         arguments = {
-            field: decode(raw[field], f"{where}.{field}") for field, _, decode in spec
+            field: decode(raw[field], f"{where}.{field}")
+            for field, _, decode in spec
+            if field in raw
         }
         return self.by_name[name](**arguments)
 

@@ -32,11 +32,12 @@ from ci.inputs import (
     expect_object,
     expect_str,
 )
-from ci.replay.codec import Bounds, Codec, OpCodec, outcome_codec
+from ci.replay.codec import Bounds, Codec, OpCodec, dataclass_codec, outcome_codec
 from ci.replay.envelope import (
     TraceError,
 )
 from ci.replay.trace import Factory, TraceKind
+from model.queue.types import ClassConfig
 from model.scheduler.ops import (
     SCHEDULER_OP_TYPES,
     Advance,
@@ -58,6 +59,7 @@ from stateful.scheduler_subject import (
 SUBJECT: Final[str] = "scheduler"
 SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"workers"})
 WORKERS_MAX: Final[int] = 16
+CLASSES_MAX: Final[int] = 4
 NS_PER_MS: Final[int] = 1_000_000
 YEAR_S: Final[int] = 31_557_600
 """A Julian year in seconds, the binding's year (`YEAR_S` in impl/src/scheduler.rs)."""
@@ -70,13 +72,20 @@ OP_RANGES: Final[Mapping[str, Bounds]] = {
     "tokens": (0, U64_MAX),
     "delta_ms": (0, CLOCK_MS_MAX),
     "due_ms": (0, U64_MAX),
+    "class_index": (0, 3),
+    "strict_priority": (0, 2**32 - 1),
     "workers": (0, U64_MAX),
 }
 """What the binding's arguments hold (`schedule(.., isl_tokens: usize, due_ns:
 Option<u128>)`, `set_capacity(worker, tokens: u64)`, `set_available(workers:
 Option<Vec<u64>>)`; due times in ns, as far as
 a `u64` of milliseconds reaches, well inside the platform's `Instant`)."""
-OPS: Final[OpCodec] = OpCodec(SCHEDULER_OP_TYPES, {}, OP_RANGES)
+OPS: Final[OpCodec] = OpCodec(
+    SCHEDULER_OP_TYPES,
+    {},
+    OP_RANGES,
+    sparse=frozenset({"class_index", "strict_priority", "leaves"}),
+)
 
 
 def _encode_value(value: object) -> object:
@@ -93,9 +102,29 @@ OUTCOMES: Final[Codec] = outcome_codec(_encode_value, _decode_value, SchedulerOu
 """A step's outcome as JSON and back."""
 
 
+CLASS_CODEC: Final[Codec] = dataclass_codec(ClassConfig, {})
+"""One policy class of a trace's profile."""
+
+
+def encode_workers(setup: SchedulerConfig) -> dict[str, Any]:
+    """The workers' capacities, and the profile's classes when it has several."""
+    encoded: dict[str, Any] = {"capacities_tokens": list(setup.capacities_tokens)}
+    if setup.classes:
+        encoded["classes"] = [CLASS_CODEC[0](config) for config in setup.classes]
+    return encoded
+
+
 def decode_workers(value: object, where: str = "workers") -> SchedulerConfig:
-    """A strict `SchedulerConfig`."""
-    raw = expect_object(value, where, frozenset({"capacities_tokens"}))
+    """A strict `SchedulerConfig` (no `classes`: the synthetic profile)."""
+    raw = expect_object(
+        value, where, frozenset({"capacities_tokens"}), frozenset({"classes"})
+    )
+    classes = tuple(
+        CLASS_CODEC[1](item, f"{where}.classes[{index}]")
+        for index, item in enumerate(expect_list(raw.get("classes", []), where))
+    )
+    if len(classes) > CLASSES_MAX:
+        raise TraceError(f"{where}.classes", f"expected at most {CLASSES_MAX} classes")
     listed = expect_list(raw["capacities_tokens"], f"{where}.capacities_tokens")
     if not 1 <= len(listed) <= WORKERS_MAX:
         raise TraceError(
@@ -106,7 +135,7 @@ def decode_workers(value: object, where: str = "workers") -> SchedulerConfig:
         expect_int(item, f"{where}.capacities_tokens[{index}]", 0, U64_MAX)
         for index, item in enumerate(listed)
     )
-    return SchedulerConfig(capacities_tokens=capacities)
+    return SchedulerConfig(capacities_tokens=capacities, classes=classes)
 
 
 def check_program(setup: SchedulerConfig, ops: Sequence[Any]) -> None:
@@ -160,7 +189,7 @@ def project(state: SchedulerState) -> Projection:
         now_ms=state.now_ms,
         parked=tuple(parked_in_order(state)),
         booked=tuple(sorted(state.booked)),
-        blocked=tuple(sorted(state.blocked)),
+        blocked=tuple(sorted(state.blocked_workers)),
         received_total=state.received_total,
         rejected_due_time_passed_total=state.rejected_due_time_passed_total,
     )
@@ -240,7 +269,7 @@ class SchedulerKind(TraceKind):
 
     def encode_setup(self, setup: SchedulerConfig) -> dict[str, Any]:
         """`workers`."""
-        return {"workers": {"capacities_tokens": list(setup.capacities_tokens)}}
+        return {"workers": encode_workers(setup)}
 
     def decode_setup(self, document: dict[str, Any]) -> SchedulerConfig:
         """The workers' capacities."""

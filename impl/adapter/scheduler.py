@@ -17,17 +17,18 @@ from model.errors import RustPanicError, SchedulerError
 from model.scheduler.api import SchedulerApi
 from model.scheduler.ops import Schedule
 from model.scheduler.types import (
+    BUSY_THRESHOLD_FRAC,
     NOT_FOUND,
     UNKNOWN_REQUEST,
     FateKind,
     SchedulerConfig,
+    class_name,
+    profile_yaml,
 )
 from model.scheduler.types import ClassStats as SchedulerClassStats
 from model.scheduler.types import Fate as SchedulerFate
 
 NS_PER_MS: Final[int] = 1_000_000
-BUSY_THRESHOLD_FRAC: Final[float] = 1.0
-"""A worker is busy while its active prefill tokens exceed its capacity."""
 _NOT_FOUND_SUFFIX: Final[str] = " not found"
 
 
@@ -82,28 +83,38 @@ class NativeScheduler:
     """`LocalScheduler` of the pinned crate, behind `SchedulerApi`."""
 
     def __init__(self, config: SchedulerConfig) -> None:
-        """Workers `0..n` with the config's capacities, under a paused clock."""
+        """Workers `0..n` with the config's capacities and profile, paused clock.
+
+        The synthetic profile without classes; otherwise the root profile of
+        the router policy document `profile_yaml(config.classes)`.
+        """
+        self._config = config
+        yaml_text = profile_yaml(config.classes) if config.classes else None
         with _scheduler_errors():
             self._table = _native.SchedulerTable(
-                list(config.capacities_tokens), BUSY_THRESHOLD_FRAC
+                list(config.capacities_tokens), BUSY_THRESHOLD_FRAC, yaml_text
             )
 
     def schedule(self, op: Schedule) -> None:
-        """A caller awaits `schedule_request` for `op` (due time: the classifier)."""
+        """A caller awaits `schedule_request` for `op` (due time, class: classifier)."""
         due_ns = None if op.due_ms is None else op.due_ms * NS_PER_MS
-        with _scheduler_errors():
-            self._table.schedule(
-                op.request_id, op.worker, op.pinned, op.isl_tokens, due_ns
-            )
+        self.schedule_due_ns(op, due_ns)
 
-    def schedule_due_ns(self, op: Schedule, due_ns: int) -> None:
+    def schedule_due_ns(self, op: Schedule, due_ns: int | None) -> None:
         """`schedule` with the due time in ns, the binding's unit (`op.due_ms` unused).
 
         For due keys finer than a ms, as at the queue's cap (`u64::MAX - 1` ns).
         """
         with _scheduler_errors():
             self._table.schedule(
-                op.request_id, op.worker, op.pinned, op.isl_tokens, due_ns
+                op.request_id,
+                op.worker,
+                op.pinned,
+                op.isl_tokens,
+                due_ns,
+                class_name(self._config, op.class_index),
+                op.strict_priority,
+                op.leaves,
             )
 
     def free(self, request_id: str) -> None:
@@ -161,13 +172,16 @@ class NativeScheduler:
         with _scheduler_errors():
             return self._table.pending_isl_tokens()
 
-    def class_stats(self) -> SchedulerClassStats:
-        """`LocalScheduler::class_queue_stats(0)`."""
+    def class_stats(self) -> tuple[SchedulerClassStats, ...]:
+        """`LocalScheduler::class_queue_stats(i)` of every class of the profile."""
+        stats = []
         with _scheduler_errors():
-            raw = self._table.class_queue_stats(0)
-        if raw is None:
-            raise SchedulerError("usage: the profile has no class 0")
-        return SchedulerClassStats(*raw)
+            for index in range(len(self._config.profile())):
+                raw = self._table.class_queue_stats(index)
+                if raw is None:
+                    raise SchedulerError(f"usage: the profile has no class {index}")
+                stats.append(SchedulerClassStats(*raw))
+        return tuple(stats)
 
     def active_requests(self) -> list[tuple[int, int]]:
         """Booked requests per worker (`get_potential_loads`), by worker id."""

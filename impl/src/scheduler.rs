@@ -14,8 +14,11 @@
 //!   each); a worker's configuration is its capacity alone
 //!   (`max_num_batched_tokens`), changed through the scheduler's worker-config
 //!   watch, which the scheduler monitors (`monitor_worker_configs = true`);
-//! * one policy class (`PolicyProfile::synthetic(Some(busy_threshold_frac),
-//!   Fcfs)`), a no-op sequence publisher, a tracker without the active-request
+//! * the policy profile: one class (`PolicyProfile::synthetic(Some(busy_threshold_frac),
+//!   Fcfs)`), or the root profile of a router policy document the caller gives
+//!   (`RouterPolicyConfig::from_yaml`, then `resolve_profile(None,
+//!   Some(busy_threshold_frac), Fcfs)`), as Dynamo's `policy-class-queues.yaml`
+//!   configures several classes; a no-op sequence publisher, a tracker without the active-request
 //!   expiry guard (`ActiveSequencesMultiWorker::new_without_expiry`), no
 //!   prefill-load estimator, no overlap refresh, no overload provider;
 //! * an availability provider of the binding's own
@@ -33,8 +36,12 @@
 //!   choice to make;
 //! * due times: a classifier of the binding's own (installed with
 //!   `install_request_classifier`) sets `ClassifyRequest::set_due_at(origin +
-//!   due_ns)` for a request that was scheduled with a due time; every request
-//!   opens a lifecycle with `begin_request_lifecycle` so the classifier sees it.
+//!   due_ns)` for a request that was scheduled with a due time, and
+//!   `ClassifyRequest::set_policy_class(name)` for a request scheduled with a
+//!   class name (the crate resolves it strictly, `resolve_class_index_strict`);
+//!   every request opens a lifecycle with `begin_request_lifecycle` so the
+//!   classifier sees it. A request's strict priority is the caller's
+//!   (`ScheduleRequest::strict_priority`);
 //!   `due_ns` is a `u128`: a due time may lie centuries past the clock's reach
 //!   (as far as `Instant` goes), where the queue caps its due keys;
 //! * the clock moves by explicit steps (`tokio::time::advance`), first to each
@@ -46,10 +53,20 @@
 //! A request's caller is a spawned task awaiting
 //! `LocalScheduler::schedule_request`; cancelling a request aborts that task,
 //! which drops the caller's future (and with it the admission lease and the
-//! response receiver) exactly as a client that goes away does.
+//! response receiver) exactly as a client that goes away does. A caller may
+//! also be scheduled to go away at a point of the request's life that a
+//! caller cannot reach between two calls (`LeaveAt`): while its classifier
+//! runs (the binding's classifier keeps that request's classification
+//! pending), once its enqueue command is sent but before the actor
+//! acknowledged it (its future is dropped at the first `Pending` after the
+//! classifier saw it), or once its request holds a booking but before the
+//! caller took the response (its future is dropped at the first poll after
+//! `has_request` turns true).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::future::Future;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 use std::time::Duration;
 
 // Every crate item from the module that defines it (or `plugins`, where the
@@ -67,6 +84,7 @@ use dynamo_kv_router::scheduling::{
     KvSchedulerError, LocalScheduler, OverlapSignals, PolicyProfile, RequestLifecycle, ScheduleMode,
     ScheduleRequest, WorkerAvailabilityProvider, WorkerSelectionPolicyError,
 };
+use dynamo_kv_router::scheduling::policy_config::RouterPolicyConfig;
 use dynamo_kv_router::sequences::multi_worker::{ActiveSequencesMultiWorker, NoopSequencePublisher};
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -150,22 +168,73 @@ impl WorkerPicker for LowestWorkerPicker {
     }
 }
 
-/// Sets the due time the caller gave at `schedule`, keyed by request id.
+/// What the classifier sets per request id besides the due time, and which
+/// requests it has seen.
+#[derive(Default)]
+struct ClassifierInputs {
+    /// The policy class name the caller gave at `schedule`.
+    policy_class: HashMap<String, String>,
+    /// Requests whose classification stays pending (their caller goes away
+    /// while the classifier runs).
+    hold: HashSet<String>,
+    /// Requests the classifier was called for.
+    classified: HashSet<String>,
+}
+
+type Inputs = Arc<Mutex<ClassifierInputs>>;
+
+/// Sets the due time and the policy class the caller gave at `schedule`, keyed
+/// by request id; keeps a held request's classification pending.
 struct DueTimeClassifier {
     due: Arc<Mutex<HashMap<String, Instant>>>,
+    inputs: Inputs,
 }
 
 impl RequestClassifier for DueTimeClassifier {
     fn classify(&mut self, mut request: ClassifyRequest) -> ClassifyFuture {
-        let due_at = request
-            .request_id()
-            .and_then(|id| self.due.lock().ok().and_then(|due| due.get(id).copied()));
-        if let Some(due_at) = due_at {
+        let Some(id) = request.request_id().map(str::to_owned) else {
+            return Box::pin(async move { Ok(request) });
+        };
+        if let Some(due_at) = self.due.lock().ok().and_then(|due| due.get(&id).copied()) {
             request.set_due_at(due_at);
+        }
+        let mut hold = false;
+        if let Ok(mut inputs) = self.inputs.lock() {
+            if let Some(class) = inputs.policy_class.get(&id) {
+                request.set_policy_class(class.clone());
+            }
+            hold = inputs.hold.contains(&id);
+            inputs.classified.insert(id);
+        }
+        if hold {
+            return Box::pin(std::future::pending());
         }
         Box::pin(async move { Ok(request) })
     }
 }
+
+/// A point of a request's life at which its caller goes away on its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum LeaveAt {
+    /// While the classifier runs: the request never reaches the queue.
+    Classifying,
+    /// Once the enqueue command is sent, before the actor acknowledged it.
+    Admission,
+    /// Once the request holds a booking, before the caller took the response.
+    Booking,
+}
+
+fn leave_at(word: &str) -> PyResult<LeaveAt> {
+    match word {
+        "classifying" => Ok(LeaveAt::Classifying),
+        "admission" => Ok(LeaveAt::Admission),
+        "booking" => Ok(LeaveAt::Booking),
+        other => Err(SchedulerUsageError::new_err(format!("unknown leave point {other:?}"))),
+    }
+}
+
+/// When each caller that went away on its own did, in ns since construction.
+type Left = Arc<Mutex<BTreeMap<String, u128>>>;
 
 /// The workers the availability provider answers with (`None`: no source).
 type Available = Arc<Mutex<Option<Arc<HashSet<WorkerId>>>>>;
@@ -206,6 +275,8 @@ pub struct SchedulerTable {
     configs: watch::Sender<HashMap<WorkerId, WorkerCapacity>>,
     shutdown: CancellationToken,
     due: Arc<Mutex<HashMap<String, Instant>>>,
+    inputs: Inputs,
+    left: Left,
     available: Available,
     outcomes: Arc<Mutex<BTreeMap<String, Outcome>>>,
     callers: BTreeMap<String, Caller>,
@@ -253,12 +324,21 @@ impl SchedulerTable {
 #[pymethods]
 impl SchedulerTable {
     /// `LocalScheduler::new` over workers `0..len(capacities)`, worker `i` with
-    /// `max_num_batched_tokens = capacities[i]`, one class busy above
-    /// `busy_threshold_frac` of a worker's capacity; installs the due-time
-    /// classifier (`install_request_classifier`).
+    /// `max_num_batched_tokens = capacities[i]`; one class busy above
+    /// `busy_threshold_frac` of a worker's capacity, or the root profile of the
+    /// router policy document `profile_yaml` (the fraction is its fallback
+    /// threshold); installs the binding's classifier
+    /// (`install_request_classifier`).
     #[new]
-    fn new(capacities: Vec<u64>, busy_threshold_frac: f64) -> PyResult<Self> {
+    #[pyo3(signature = (capacities, busy_threshold_frac, profile_yaml=None))]
+    fn new(capacities: Vec<u64>, busy_threshold_frac: f64, profile_yaml: Option<&str>) -> PyResult<Self> {
         guard(|| {
+            let profile = match profile_yaml {
+                None => PolicyProfile::synthetic(Some(busy_threshold_frac), RouterQueuePolicy::Fcfs),
+                Some(yaml) => RouterPolicyConfig::from_yaml(yaml)
+                    .map_err(|error| SchedulerUsageError::new_err(error.to_string()))?
+                    .resolve_profile(None, Some(busy_threshold_frac), RouterQueuePolicy::Fcfs),
+            };
             let runtime = paused_runtime()?;
             let configs: HashMap<WorkerId, WorkerCapacity> = capacities
                 .iter()
@@ -269,6 +349,7 @@ impl SchedulerTable {
                 .collect();
             let dp_range = configs.keys().map(|&id| (id, (0, 1))).collect();
             let due = Arc::new(Mutex::new(HashMap::new()));
+            let inputs: Inputs = Arc::new(Mutex::new(ClassifierInputs::default()));
             let available: Available = Arc::new(Mutex::new(None));
             let provider_set = Arc::clone(&available);
             let provider: WorkerAvailabilityProvider = Arc::new(move |_request| {
@@ -295,7 +376,7 @@ impl SchedulerTable {
                 let scheduler = LocalScheduler::new(
                     slots,
                     configs_rx,
-                    PolicyProfile::synthetic(Some(busy_threshold_frac), RouterQueuePolicy::Fcfs),
+                    profile,
                     BLOCK_SIZE,
                     selector,
                     None,
@@ -309,7 +390,7 @@ impl SchedulerTable {
                     true,
                 );
                 let installed = scheduler.install_request_classifier(
-                    Box::new(DueTimeClassifier { due: Arc::clone(&due) }),
+                    Box::new(DueTimeClassifier { due: Arc::clone(&due), inputs: Arc::clone(&inputs) }),
                     shutdown.clone(),
                 );
                 settle().await;
@@ -324,6 +405,8 @@ impl SchedulerTable {
                 configs: configs_tx,
                 shutdown,
                 due,
+                inputs,
+                left: Arc::new(Mutex::new(BTreeMap::new())),
                 available,
                 outcomes: Arc::new(Mutex::new(BTreeMap::new())),
                 callers: BTreeMap::new(),
@@ -344,8 +427,15 @@ impl SchedulerTable {
     /// (mode `TrackedWithLifecycle`, after `begin_request_lifecycle`), on
     /// `worker` as its pinned worker (`pinned`) or as its only allowed worker.
     /// `due_ns` (since construction) becomes the request's due time through the
-    /// classifier. Returns once every task has run; `fate` tells the outcome.
-    #[pyo3(signature = (request_id, worker, pinned, isl_tokens, due_ns=None))]
+    /// classifier, and so does `policy_class` (a class name of the profile);
+    /// `strict_priority` is the request's. `leave_at` ("classifying",
+    /// "admission" or "booking") makes the caller go away at that point of the
+    /// request's life. Returns once every task has run; `fate` tells the outcome.
+    #[pyo3(signature = (
+        request_id, worker, pinned, isl_tokens, due_ns=None, policy_class=None,
+        strict_priority=0, leave_at=None
+    ))]
+    #[allow(clippy::too_many_arguments)]
     fn schedule(
         &mut self,
         request_id: String,
@@ -353,7 +443,12 @@ impl SchedulerTable {
         pinned: bool,
         isl_tokens: usize,
         due_ns: Option<u128>,
+        policy_class: Option<String>,
+        strict_priority: u32,
+        leave_at: Option<&str>,
     ) -> PyResult<()> {
+        let leave = leave_at.map(self::leave_at).transpose()?;
+        let held = request_id.clone();
         if self.callers.contains_key(&request_id) {
             return Err(SchedulerUsageError::new_err(format!(
                 "request id {request_id:?} already has a caller"
@@ -379,6 +474,18 @@ impl SchedulerTable {
                     .map_err(|_| HandleError::new_err("due-time map poisoned"))?
                     .insert(request_id.clone(), due_at);
             }
+            {
+                let mut inputs = self
+                    .inputs
+                    .lock()
+                    .map_err(|_| HandleError::new_err("classifier inputs poisoned"))?;
+                if let Some(class) = policy_class {
+                    inputs.policy_class.insert(request_id.clone(), class);
+                }
+                if leave == Some(LeaveAt::Classifying) {
+                    inputs.hold.insert(request_id.clone());
+                }
+            }
             let target = WorkerWithDpRank::new(worker, 0);
             // A literal of all 19 fields: 1.6.1 gives `ScheduleRequest` no
             // `Default` and no builder, so a field the crate adds stops this
@@ -396,7 +503,7 @@ impl SchedulerTable {
                 routing_constraints: RoutingConstraints::default(),
                 router_config_override: None,
                 priority_jump: 0.0,
-                strict_priority: 0,
+                strict_priority,
                 policy_class: None,
                 session_context: None,
                 overlap: OverlapSignals::default(),
@@ -405,23 +512,55 @@ impl SchedulerTable {
                 shared_cache_hits: None,
             };
             let outcomes = Arc::clone(&self.outcomes);
+            let left = Arc::clone(&self.left);
+            let inputs = Arc::clone(&self.inputs);
             let id = request_id.clone();
             let origin = self.origin;
             let task = self.runtime.spawn(async move {
-                let outcome = scheduler
-                    .schedule_request(request)
-                    .await
-                    .map(|response| response.best_worker.worker_id)
-                    .map_err(|error| error_kind(&error));
+                let watcher = Arc::clone(&scheduler);
+                let mut call = Box::pin(scheduler.schedule_request(request));
+                let finished = std::future::poll_fn(|cx| {
+                    if leave == Some(LeaveAt::Booking) && watcher.has_request(&id) {
+                        return Poll::Ready(None);
+                    }
+                    match call.as_mut().poll(cx) {
+                        Poll::Ready(outcome) => Poll::Ready(Some(outcome)),
+                        Poll::Pending
+                            if leave == Some(LeaveAt::Admission)
+                                && inputs.lock().is_ok_and(|inputs| inputs.classified.contains(&id)) =>
+                        {
+                            Poll::Ready(None)
+                        }
+                        Poll::Pending => Poll::Pending,
+                    }
+                })
+                .await;
+                drop(call);
                 let at_ns = Instant::now().duration_since(origin).as_nanos();
-                if let Ok(mut outcomes) = outcomes.lock() {
-                    outcomes.insert(id, (outcome, at_ns));
+                match finished {
+                    Some(outcome) => {
+                        let outcome = outcome
+                            .map(|response| response.best_worker.worker_id)
+                            .map_err(|error| error_kind(&error));
+                        if let Ok(mut outcomes) = outcomes.lock() {
+                            outcomes.insert(id, (outcome, at_ns));
+                        }
+                    }
+                    None => {
+                        if let Ok(mut left) = left.lock() {
+                            left.insert(id, at_ns);
+                        }
+                    }
                 }
             });
             self.callers.insert(request_id, Caller { task, lifecycle, cancelled_at_ns: None });
             self.settle();
             Ok(())
-        })
+        })?;
+        if leave == Some(LeaveAt::Classifying) {
+            self.cancel(&held)?;
+        }
+        Ok(())
     }
 
     /// A request's fate and when it was sealed (ns since construction):
@@ -436,7 +575,13 @@ impl SchedulerTable {
             .outcomes
             .lock()
             .map_err(|_| HandleError::new_err("outcome map poisoned"))?;
-        Ok(match (outcomes.get(request_id), caller.cancelled_at_ns) {
+        let left = self
+            .left
+            .lock()
+            .map_err(|_| HandleError::new_err("left-caller map poisoned"))?
+            .get(request_id)
+            .copied();
+        Ok(match (outcomes.get(request_id), caller.cancelled_at_ns.or(left)) {
             (Some((Ok(worker), at_ns)), _) => ("dispatched", Some(worker.to_string()), Some(*at_ns)),
             (Some((Err(kind), at_ns)), _) => ("rejected", Some(kind.clone()), Some(*at_ns)),
             (None, Some(at_ns)) => ("cancelled", None, Some(at_ns)),
@@ -456,7 +601,12 @@ impl SchedulerTable {
         let finished = outcomes
             .lock()
             .map_err(|_| HandleError::new_err("outcome map poisoned"))?
-            .contains_key(request_id);
+            .contains_key(request_id)
+            || self
+                .left
+                .lock()
+                .map_err(|_| HandleError::new_err("left-caller map poisoned"))?
+                .contains_key(request_id);
         if finished || caller.cancelled_at_ns.is_some() {
             return Ok(false);
         }

@@ -57,7 +57,7 @@ from model.queue.types import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable, Sequence
 
     from model.queue.api import PolicyQueueApi
     from model.queue.ops import Enqueue
@@ -328,18 +328,25 @@ def _with(
     return (*classes[:index], cls, *classes[index + 1 :])
 
 
+def served_credit(deficit: int, cost: int, class_left_empty: bool) -> tuple[int, bool]:
+    """A served class's credit after paying `cost`, and whether it is carried.
+
+    `pop_candidate`: the cost is charged (saturating); a class left empty loses
+    its credit; one that keeps entries and credit spends it first next time.
+    """
+    deficit = saturating_sub(deficit, cost)
+    if class_left_empty:
+        return 0, False
+    return deficit, deficit > 0
+
+
 def _serve(
     state: QueueState, classes: list[ClassState], class_index: int, entry: Entry
 ) -> tuple[QueueState, QueuedItem]:
     """Pop `entry` from its class: charge its cost, move the cursor past it."""
     cls = classes[class_index]
     remaining = tuple(e for e in cls.entries if e.seq != entry.seq)
-    deficit = saturating_sub(cls.deficit, entry.cost)
-    carry: int | None = None
-    if not remaining:
-        deficit = 0
-    elif deficit > 0:
-        carry = class_index
+    deficit, carried = served_credit(cls.deficit, entry.cost, not remaining)
     classes[class_index] = replace(
         cls,
         entries=remaining,
@@ -350,7 +357,7 @@ def _serve(
         state,
         classes=tuple(classes),
         round_cursor=(class_index + 1) % len(classes),
-        carry=carry,
+        carry=class_index if carried else None,
         pending_count=state.pending_count - 1,
     )
     return new_state, item_of(class_index, entry)
@@ -366,104 +373,118 @@ def _minus(stats: ClassStats, removed: Iterable[Entry]) -> ClassStats:
     return stats
 
 
+def drr_choose(
+    cursor: int,
+    carry: int | None,
+    deficits: list[int],
+    *,
+    quanta: Sequence[int],
+    visit: Callable[[int], int | None],
+    has_entries: Callable[[int], bool],
+) -> int | None:
+    """The class `pop_next` serves, by weighted deficit round robin (SPEC C.6).
+
+    `visit(i)` finds class i's candidate (the caller remembers it) and returns
+    its scheduling cost, or None when the class has none; it is called at most
+    once per class. `deficits` is updated in place.
+
+    1. The carried class goes first and is served if its candidate's cost fits
+       its leftover credit (no new quantum).
+    2. Ring from the cursor, each class once: no candidate -> skip (an empty
+       class's credit drops to 0); credit covers the cost -> serve; else add
+       one quantum and serve if it now covers it.
+    3. Nobody served: `_fast_forward`.
+    """
+    count = len(deficits)
+    ring = [(cursor + offset) % count for offset in range(count)]
+    costs: dict[int, int | None] = {}
+    if carry is not None:
+        cost = costs[carry] = visit(carry)
+        if cost is not None and cost <= deficits[carry]:
+            return carry
+        if not has_entries(carry):
+            deficits[carry] = 0
+    for index in ring:
+        cost = costs[index] if index == carry else visit(index)
+        costs[index] = cost
+        if cost is None:
+            if not has_entries(index):
+                deficits[index] = 0
+            continue
+        if cost > deficits[index]:
+            deficits[index] = saturating_add(deficits[index], quanta[index])
+        if cost <= deficits[index]:
+            return index
+    waiting = {i: c for i, c in sorted(costs.items()) if c is not None}
+    return _fast_forward(ring, waiting, deficits, quanta)
+
+
+def _fast_forward(
+    ring: list[int],
+    waiting: dict[int, int],
+    deficits: list[int],
+    quanta: Sequence[int],
+) -> int | None:
+    """Grant whole rounds to every class with a candidate, then serve one.
+
+    Every class with a candidate gets the same number of rounds -- the fewest
+    that let one of them pay -- and the first that can, from the cursor, is
+    served; None when no class has a candidate.
+    """
+    if not waiting:
+        return None
+    rounds = min(
+        -(-saturating_sub(cost, deficits[i]) // quanta[i])
+        for i, cost in waiting.items()
+    )
+    for index in waiting:
+        deficits[index] = saturating_add(
+            deficits[index], saturating_mul(quanta[index], rounds)
+        )
+    for index in ring:
+        cost = waiting.get(index)
+        if cost is not None and cost <= deficits[index]:
+            return index
+    raise AssertionError("fast-forward granted enough rounds for some class")
+
+
 def pop_next(
     state: QueueState, dispatch: Dispatch
 ) -> tuple[QueueState, QueuedItem | None]:
-    """Weighted deficit round robin over the classes' candidates (SPEC C.6).
+    """Serve one entry by weighted deficit round robin (`drr_choose`).
 
-    1. Nothing queued: clear the carry, return None.
-    2. The carried class goes first and is served if its candidate's cost fits
-       its leftover credit (no new quantum).
-    3. Ring from the cursor, each class once: no candidate -> skip (an empty
-       class's credit drops to 0); credit covers the cost -> serve; else add
-       one quantum and serve if it now covers it.
-    4. Nobody served: if some class has a candidate, grant every class with a
-       candidate the same number of whole rounds -- the fewest that let one of
-       them pay -- and serve the first one that can, scanning from the cursor.
+    Nothing queued: clear the carry, return None. Each class's candidate is
+    `class_candidate`, which may block worker lanes on the way.
     """
     _check_live(state)
     if state.pending_count == 0:
         return replace(state, carry=None), None
-    scan = _Scan(state=replace(state, carry=None), dispatch=dispatch)
-    carried = state.carry
-    if carried is not None:
-        candidate = scan.visit(carried)
-        if candidate is not None and candidate.cost <= scan.classes[carried].deficit:
-            return scan.serve(carried, candidate)
-        if not scan.classes[carried].entries:
-            scan.set_deficit(carried, 0)
-    for index in scan.ring():
-        candidate = scan.found[index] if index == carried else scan.visit(index)
-        if candidate is None:
-            if not scan.classes[index].entries:
-                scan.set_deficit(index, 0)
-            continue
-        if candidate.cost <= scan.classes[index].deficit:
-            return scan.serve(index, candidate)
-        scan.grant(index, rounds=1)
-        if candidate.cost <= scan.classes[index].deficit:
-            return scan.serve(index, candidate)
-    return scan.fast_forward()
+    classes = list(state.classes)
+    found: dict[int, Entry | None] = {}
 
+    def visit(index: int) -> int | None:
+        classes[index], candidate = class_candidate(classes[index], index, dispatch)
+        found[index] = candidate
+        return None if candidate is None else candidate.cost
 
-class _Scan:
-    """One `pop_next` call in progress: classes as updated so far, candidates."""
-
-    def __init__(self, state: QueueState, dispatch: Dispatch) -> None:
-        self.state = state
-        self.dispatch = dispatch
-        self.classes = list(state.classes)
-        self.found: dict[int, Entry | None] = {}  # class -> candidate, once per call
-
-    def ring(self) -> list[int]:
-        """Return the class indices in ring order from the cursor."""
-        count = len(self.classes)
-        return [(self.state.round_cursor + offset) % count for offset in range(count)]
-
-    def visit(self, index: int) -> Entry | None:
-        """Compute (and remember) a class's candidate; may block worker lanes."""
-        self.classes[index], candidate = class_candidate(
-            self.classes[index], index, self.dispatch
-        )
-        self.found[index] = candidate
-        return candidate
-
-    def set_deficit(self, index: int, deficit: int) -> None:
-        """Overwrite one class's credit."""
-        self.classes[index] = replace(self.classes[index], deficit=deficit)
-
-    def grant(self, index: int, rounds: int) -> None:
-        """Add `rounds` quanta to a class's credit (saturating)."""
-        quantum = self.state.configs[index].quantum
-        deficit = self.classes[index].deficit
-        self.set_deficit(
-            index, saturating_add(deficit, saturating_mul(quantum, rounds))
-        )
-
-    def fast_forward(self) -> tuple[QueueState, QueuedItem | None]:
-        """Grant whole rounds to every class with a candidate, then serve one."""
-        waiting = {i: c for i, c in sorted(self.found.items()) if c is not None}
-        if not waiting:
-            return replace(self.state, classes=tuple(self.classes)), None
-        rounds = min(
-            -(-saturating_sub(c.cost, self.classes[i].deficit) // self.quantum(i))
-            for i, c in waiting.items()
-        )
-        for index in waiting:
-            self.grant(index, rounds)
-        for index in self.ring():
-            candidate = waiting.get(index)
-            if candidate is not None and candidate.cost <= self.classes[index].deficit:
-                return self.serve(index, candidate)
-        raise AssertionError("fast-forward granted enough rounds for some class")
-
-    def quantum(self, index: int) -> int:
-        """Return the class's quantum."""
-        return self.state.configs[index].quantum
-
-    def serve(self, index: int, entry: Entry) -> tuple[QueueState, QueuedItem]:
-        """Pop `entry` from its class: charge its cost, move the cursor past it."""
-        return _serve(self.state, self.classes, index, entry)
+    deficits = [cls.deficit for cls in classes]
+    chosen = drr_choose(
+        state.round_cursor,
+        state.carry,
+        deficits,
+        quanta=[config.quantum for config in state.configs],
+        visit=visit,
+        has_entries=lambda index: bool(classes[index].entries),
+    )
+    classes = [
+        replace(cls, deficit=deficit)
+        for cls, deficit in zip(classes, deficits, strict=True)
+    ]
+    state = replace(state, carry=None)
+    entry = None if chosen is None else found[chosen]
+    if chosen is None or entry is None:
+        return replace(state, classes=tuple(classes)), None
+    return _serve(state, classes, chosen, entry)
 
 
 def retain(state: QueueState, drop: frozenset[int]) -> QueueState:

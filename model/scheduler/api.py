@@ -77,8 +77,8 @@ class SchedulerApi(Protocol):
         """`LocalScheduler::pending_isl_tokens`."""
         ...
 
-    def class_stats(self) -> ClassStats:
-        """`LocalScheduler::class_queue_stats(0)`."""
+    def class_stats(self) -> tuple[ClassStats, ...]:
+        """`LocalScheduler::class_queue_stats(i)` of every class of the profile."""
         ...
 
     def active_requests(self) -> list[tuple[int, int]]:
@@ -118,7 +118,7 @@ class SchedulerObservation:
     booked: tuple[str, ...]  # ids that hold a booking, sorted
     pending_count: int
     pending_isl_tokens: int
-    stats: ClassStats
+    stats: tuple[ClassStats, ...]  # by class index
     active_requests: tuple[tuple[int, int], ...]  # (worker, booked requests)
 
 

@@ -4,16 +4,26 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from model.scheduler.types import LeavePoint
+
 
 @dataclass(frozen=True)
 class Schedule:
-    """`schedule(request_id, worker, pinned, isl_tokens, due_ms)`."""
+    """`schedule(request_id, worker, pinned, isl_tokens, due_ms, ...)`.
+
+    `class_index`: the policy class the classifier names; `strict_priority`:
+    the request's; `leaves`: where its caller goes away on its own (None: it
+    stays until the request ends or `Cancel`).
+    """
 
     request_id: str
     worker: int
     pinned: bool
     isl_tokens: int
     due_ms: int | None = None
+    class_index: int = 0
+    strict_priority: int = 0
+    leaves: LeavePoint | None = None
 
 
 @dataclass(frozen=True)

@@ -123,7 +123,7 @@ def an_enqueue_pushed_a_counter_past_its_limit(step: Step) -> bool:
     "queue",
     "sometimes",
     "step",
-    reads=(f"{TABLE}._Scan.fast_forward",),
+    reads=(f"{TABLE}._fast_forward",),
     guards=(f"{QUEUE}::pop_next",),
 )
 def a_pop_fast_forwarded_several_rounds(step: Step) -> bool:

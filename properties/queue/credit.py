@@ -47,7 +47,7 @@ def a_pop_returned_nothing_beside_credit(step: Step) -> bool:
     "step",
     antecedent=a_pop_returned_nothing,
     boundary=a_pop_returned_nothing_beside_credit,
-    reads=(f"{TABLE}.pop_next", f"{TABLE}._Scan.fast_forward"),
+    reads=(f"{TABLE}.pop_next", f"{TABLE}._fast_forward"),
     guards=(f"{QUEUE}::pop_next",),
 )
 def a_fruitless_pop_changes_no_credit(step: Step) -> bool:
@@ -102,7 +102,7 @@ def a_pop_passed_a_class_in_credit_without_a_candidate(step: Step) -> bool:
     "step",
     antecedent=a_pop_passed_a_class_without_a_candidate,
     boundary=a_pop_passed_a_class_in_credit_without_a_candidate,
-    reads=(f"{TABLE}.pop_next", f"{TABLE}._Scan.grant"),
+    reads=(f"{TABLE}.pop_next", f"{TABLE}.drr_choose"),
     guards=(f"{QUEUE}::pop_next",),
 )
 def a_class_without_a_candidate_keeps_its_credit(step: Step) -> bool:
@@ -255,7 +255,7 @@ def a_served_head_was_exactly_affordable(step: Step) -> bool:
     "step",
     antecedent=a_pop_served_an_entry,
     boundary=a_served_head_was_exactly_affordable,
-    reads=(f"{TABLE}.pop_next", f"{TABLE}._Scan.grant", f"{TABLE}._Scan.fast_forward"),
+    reads=(f"{TABLE}.pop_next", f"{TABLE}.drr_choose", f"{TABLE}._fast_forward"),
     guards=(f"{QUEUE}::pop_next", f"{QUEUE}::pop_candidate"),
 )
 def a_served_class_gets_the_fewest_quanta_that_cover_its_head(step: Step) -> bool:

@@ -26,7 +26,13 @@ from model.scheduler.ops import (
     SetCapacity,
     UpdateQueue,
 )
-from model.scheduler.types import DEADLINE_EXCEEDED, DUE_KEY_CAP_MS, Fate, Request
+from model.scheduler.types import (
+    DEADLINE_EXCEEDED,
+    DUE_KEY_CAP_MS,
+    QUEUE_REJECTED,
+    Fate,
+    Request,
+)
 from properties.registry import Step, register
 
 if TYPE_CHECKING:
@@ -44,7 +50,7 @@ DUE_GUARDS = (
     f"{QUEUE}::reject_expired",
     f"{POLICY}::take_expired",
 )
-DRAIN_READS = (f"{TABLE}.drain", f"{TABLE}._next_dispatch")
+DRAIN_READS = (f"{TABLE}.drain", f"{TABLE}.pop_next")
 DRAIN_GUARDS = (f"{QUEUE}::drain_ready", f"{CLASS}::next_dispatchable_worker")
 
 
@@ -96,32 +102,48 @@ def _scheduled_order(view: SchedulerView) -> dict[str, int]:
     return {rid: index for index, rid in enumerate(view.state.requests)}
 
 
-def _shared_head(view: SchedulerView) -> str | None:
-    """The waiting unpinned request served first: earliest due, then scheduled.
+def _shared_head(view: SchedulerView, class_index: int = 0) -> str | None:
+    """A class's waiting unpinned request served first.
 
-    Due times at least `DUE_KEY_CAP_MS` after the queue's deadline origin (at
-    or before now) share one capped key, so they come in scheduled order; one
-    that may or may not be capped, by where the origin lies, leaves the head
-    unnamed (None).
+    Higher strict priority first, then earlier due, then the class's policy
+    (FCFS: scheduled earlier; WSPT: fewer prompt tokens, at least one), then
+    scheduled earlier. Due times at least `DUE_KEY_CAP_MS` after the queue's
+    deadline origin (at or before now) share one capped key; one that may or
+    may not be capped, by where the origin lies, leaves the head unnamed (None).
     """
     order = _scheduled_order(view)
+    policy = view.state.classes[class_index].queue_policy
     waiting = [
-        rid for rid in _with_kind(view, "waiting") if not _request(view, rid).pinned
+        rid
+        for rid in _with_kind(view, "waiting")
+        if not _request(view, rid).pinned
+        and _request(view, rid).class_index == class_index
     ]
     capped_from_ms = view.seen.now_ms + DUE_KEY_CAP_MS
 
-    def key(rid: str) -> tuple[int, int, int]:
-        due_ms = _request(view, rid).due_ms
+    def key(rid: str) -> tuple[int, int, int, int, int]:
+        request = _request(view, rid)
+        cost = max(1, request.isl_tokens)
+        by_policy = cost if policy == "wspt" else request.scheduled_at_ms
+        due_ms = request.due_ms
         if due_ms is None:
-            return (2, 0, order[rid])
-        if due_ms >= capped_from_ms:
-            return (1, 0, order[rid])
-        return (0, due_ms, order[rid])
+            due = (2, 0)
+        elif due_ms >= capped_from_ms:
+            due = (1, 0)
+        else:
+            due = (0, due_ms)
+        return (-request.strict_priority, *due, by_policy, order[rid])
 
     dues = [_request(view, rid).due_ms for rid in waiting]
     if any(d is not None and DUE_KEY_CAP_MS <= d < capped_from_ms for d in dues):
         return None
     return min(waiting, key=key) if waiting else None
+
+
+def _shared_heads(view: SchedulerView) -> list[str]:
+    """Every class's shared head that can be named, by class."""
+    heads = (_shared_head(view, index) for index in range(len(view.state.classes)))
+    return [head for head in heads if head is not None]
 
 
 def _pinned_waiting_workers(view: SchedulerView) -> set[int]:
@@ -275,8 +297,26 @@ def a_due_time_rejection_happens_exactly_at_the_due_time(view: SchedulerView) ->
     guards=(f"{QUEUE}::reject_due_time_passed", f"{LOCAL}::class_queue_stats"),
 )
 def due_time_rejections_are_counted_once_each(view: SchedulerView) -> bool:
-    """`rejected_due_time_passed_total` equals the requests rejected for due time."""
-    return view.seen.stats.rejected_due_time_passed_total == len(_due_rejections(view))
+    """Each class's `rejected_due_time_passed_total` counts its due-time rejections.
+
+    A request rejected for its due time counts in its class, and so does one
+    already due when its caller went away at admission (the actor rejects it
+    all the same, to a caller that no longer listens).
+    """
+    rejected = set(_due_rejections(view))
+    late_leavers = {
+        rid
+        for rid, request in view.state.requests.items()
+        if request.leaves == "admission"
+        and request.due_ms is not None
+        and request.due_ms <= request.scheduled_at_ms
+    }
+    counted = rejected | late_leavers
+    return all(
+        stats.rejected_due_time_passed_total
+        == sum(1 for rid in counted if _request(view, rid).class_index == index)
+        for index, stats in enumerate(view.seen.stats)
+    )
 
 
 # ---- every request ends once ---------------------------------------------------
@@ -302,8 +342,20 @@ def a_request_ended_other_than_dispatched(view: SchedulerView) -> bool:
     guards=(f"{QUEUE}::handle_enqueue", f"{LOCAL}::class_queue_stats"),
 )
 def received_total_counts_every_scheduled_request(view: SchedulerView) -> bool:
-    """`received_total` equals the number of requests the callers scheduled."""
-    return view.seen.stats.received_total == len(view.state.requests)
+    """Each class's `received_total` counts the requests that reached the queue.
+
+    Every request the callers scheduled in the class, except those whose caller
+    went away while the classifier ran (they never reach the actor).
+    """
+    return all(
+        stats.received_total
+        == sum(
+            1
+            for request in view.state.requests.values()
+            if request.class_index == index and request.leaves != "classifying"
+        )
+        for index, stats in enumerate(view.seen.stats)
+    )
 
 
 def a_request_was_cancelled(view: SchedulerView) -> bool:
@@ -325,15 +377,22 @@ def a_request_was_cancelled(view: SchedulerView) -> bool:
     ),
 )
 def pending_counters_sum_the_waiting_requests(view: SchedulerView) -> bool:
-    """`pending_count` and the class's count and tokens are the waiting requests'."""
+    """`pending_count` and each class's count and tokens are the waiting requests'."""
     waiting = _with_kind(view, "waiting")
     tokens = sum(_request(view, rid).isl_tokens for rid in waiting)
-    stats = view.seen.stats
+    per_class = all(
+        stats.pending_count == len(mine)
+        and stats.pending_isl_tokens
+        == sum(_request(view, rid).isl_tokens for rid in mine)
+        for index, stats in enumerate(view.seen.stats)
+        for mine in [
+            [rid for rid in waiting if _request(view, rid).class_index == index]
+        ]
+    )
     return (
         view.seen.pending_count == len(waiting)
-        and stats.pending_count == len(waiting)
         and view.seen.pending_isl_tokens == tokens
-        and stats.pending_isl_tokens == tokens
+        and per_class
     )
 
 
@@ -445,10 +504,10 @@ def some_request_waits(view: SchedulerView) -> bool:
 
 def a_waiting_head_worker_is_one_token_over_capacity(view: SchedulerView) -> bool:
     """A worker some request waits for holds one token more than its capacity."""
-    head = _shared_head(view)
-    workers = _pinned_waiting_workers(view) | (
-        set() if head is None else {_request(view, head).worker}
-    )
+    heads = _shared_heads(view)
+    workers = _pinned_waiting_workers(view) | {
+        _request(view, head).worker for head in heads
+    }
     return any(
         _load_tokens(view, w) == view.state.capacities_tokens[w] + 1 for w in workers
     )
@@ -464,9 +523,10 @@ def a_waiting_head_worker_is_one_token_over_capacity(view: SchedulerView) -> boo
     guards=(*DRAIN_GUARDS, f"{QUEUE}::all_workers_prefill_busy_with"),
 )
 def no_waiting_head_has_a_free_worker(view: SchedulerView) -> bool:
-    """Every waiting lane head (shared or pinned) waits for a busy worker."""
-    head = _shared_head(view)
-    if head is not None and not _busy(view, _request(view, head).worker):
+    """Every waiting lane head (shared or pinned, any class) waits for a busy worker."""
+    if any(
+        not _busy(view, _request(view, head).worker) for head in _shared_heads(view)
+    ):
         return False
     return all(_busy(view, w) for w in _pinned_waiting_workers(view))
 
@@ -646,12 +706,13 @@ def a_cancel_comes_after_the_request_ended(step: Step) -> bool:
     guards=(f"{QUEUE}::drain_ready",),
 )
 def the_shared_lane_waits_behind_its_head(view: SchedulerView) -> bool:
-    """An unpinned request for a free worker waits behind a head for a busy one."""
-    head = _shared_head(view)
-    return head is not None and any(
+    """An unpinned request for a free worker waits behind its class's shared head."""
+    return any(
         rid != head
         and not _request(view, rid).pinned
+        and _request(view, rid).class_index == _request(view, head).class_index
         and not _busy(view, _request(view, rid).worker)
+        for head in _shared_heads(view)
         for rid in _with_kind(view, "waiting")
     )
 
@@ -675,3 +736,85 @@ def a_worker_at_exactly_its_capacity_took_a_request(view: SchedulerView) -> bool
         and rid in view.seen.booked
         for rid in dispatched
     )
+
+
+# ---- classes and callers that leave -------------------------------------------
+
+
+def _left_at(step: Step, point: str) -> list[str]:
+    """Requests whose caller, leaving at `point`, was newly cancelled by the step."""
+    before = _fates(step.before)
+    return [
+        rid
+        for rid, fate in step.after.seen.fates
+        if fate.kind == "cancelled"
+        and _request(step.after, rid).leaves == point
+        and (rid not in before or before[rid].kind == "waiting")
+    ]
+
+
+@register(
+    "scheduler",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}.schedule",),
+    guards=(f"{LOCAL}::classify_request",),
+)
+def a_caller_left_while_classified(step: Step) -> bool:
+    """A caller went away while the classifier ran: nothing reached the queue."""
+    return bool(_left_at(step, "classifying"))
+
+
+@register(
+    "scheduler",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}.schedule", f"{TABLE}.drain"),
+    guards=(f"{QUEUE}::book_and_respond",),
+)
+def a_caller_left_at_admission(step: Step) -> bool:
+    """A caller went away before the actor acknowledged its request."""
+    return bool(_left_at(step, "admission"))
+
+
+@register(
+    "scheduler",
+    "sometimes",
+    "step",
+    reads=(f"{TABLE}.release_leavers",),
+    guards=(
+        f"{QUEUE}::drain_cleanup",
+        "scheduling::queue::RequestLifecycleLease::drop",
+    ),
+)
+def a_caller_left_at_booking_and_its_capacity_returned(step: Step) -> bool:
+    """A booked caller went away before taking the response; no booking stays."""
+    return any(rid not in step.after.seen.booked for rid in _left_at(step, "booking"))
+
+
+@register(
+    "scheduler",
+    "sometimes",
+    "state",
+    reads=(f"{TABLE}.schedule",),
+    guards=(f"{POLICY}::enqueue_with_due_at",),
+)
+def a_class_limit_refused_a_request(view: SchedulerView) -> bool:
+    """A request was rejected by its class's queue limit."""
+    return any(
+        fate.kind == "rejected" and fate.detail == QUEUE_REJECTED
+        for _, fate in view.seen.fates
+    )
+
+
+@register(
+    "scheduler",
+    "sometimes",
+    "state",
+    reads=DRAIN_READS,
+    guards=(f"{POLICY}::pop_next",),
+)
+def requests_of_two_classes_wait_together(view: SchedulerView) -> bool:
+    """Waiting requests belong to two classes or more."""
+    waiting = _with_kind(view, "waiting")
+    return len({_request(view, rid).class_index for rid in waiting}) >= 2

@@ -250,8 +250,10 @@ def canary_traces(directory: Path = DIRECTORY) -> list[Trace]:
     return [load(path) for path in files(directory) if path.stem.startswith("canary_")]
 
 
-def catch_canaries(directory: Path = DIRECTORY) -> list[Path]:
-    """Run the machine on each canary; write its minimized failing program."""
+def catch_canaries(
+    directory: Path = DIRECTORY, names: Sequence[str] | None = None
+) -> list[Path]:
+    """Run the machine on each canary (or those named); write its minimized catch."""
     from hypothesis.stateful import run_state_machine_as_test  # noqa: PLC0415
 
     from ci.canaries.scheduler import CANARIES  # noqa: PLC0415
@@ -262,6 +264,8 @@ def catch_canaries(directory: Path = DIRECTORY) -> list[Path]:
 
     written = []
     for name, factory in sorted(CANARIES.items()):
+        if names is not None and name not in names:
+            continue
         machine = type(f"Canary_{name}", (SchedulerMachine,), {"factory": factory})
         capture.reset()
         with contextlib.suppress(AssertionError):  # the catch is what we want
