@@ -113,7 +113,8 @@ class Explorer:
     subject offers, by flag name (`replay`, `counterexamples`, `picture`);
     `closes` says
     that every bound's graph must close within its depth (no state left
-    unexpanded at `depth_max`).
+    unexpanded at `depth_max`); `shortest` gives a canary's BFS-shortest
+    counterexample length (None: the explorer cannot run that canary).
     """
 
     bounds: Callable[[], tuple[Any, ...]]
@@ -123,6 +124,7 @@ class Explorer:
     counts_section: str | None = None
     commands: Callable[[], Mapping[str, ExploreCommand]] = _no_commands
     closes: bool = False
+    shortest: Callable[[], Callable[[str], int | None]] | None = None
 
 
 GateTable = Callable[[list[dict[str, Any]]], "Table | None"]
@@ -200,6 +202,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             machines=lazy("ci.explore.command", "AFFINITY_RUNNERS"),
             coverage_bounds=("picture", "core"),
             commands=lazy("ci.explore.command", "AFFINITY_COMMANDS"),
+            shortest=lazy("ci.bench.shrinking", "affinity_bfs_steps"),
         ),
         targets=(
             Target(
@@ -231,6 +234,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             coverage_bounds=("pair",),
             counts_section="queue",
             closes=True,
+            shortest=lazy("ci.bench.shrinking", "queue_bfs_steps"),
         ),
         targets=(
             Target(
@@ -268,6 +272,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             coverage_bounds=("lanes",),
             counts_section="scheduler",
             commands=lazy("ci.explore.scheduler_replay", "SCHEDULER_COMMANDS"),
+            shortest=lazy("ci.bench.shrinking", "scheduler_bfs_steps"),
         ),
         targets=(
             Target(

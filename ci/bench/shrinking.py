@@ -92,26 +92,34 @@ def shrink(subject: str, canary: str) -> Shrunk:
 
 def bfs_steps(subject: str, canary: str) -> int | None:
     """The explorer's shortest counterexample for `canary`, if it can run it."""
-    if subject == "affinity":
-        from ci.canaries.affinity import MODEL_CANARIES  # noqa: PLC0415
-        from ci.explore.bounds import BOUNDS  # noqa: PLC0415
-        from ci.explore.shrink import shortest_counterexample  # noqa: PLC0415
+    explorer = subjects.entry(subject).explorer
+    if explorer is None or explorer.shortest is None:
+        return None
+    found: int | None = explorer.shortest()(canary)
+    return found
 
-        if canary not in MODEL_CANARIES:
-            return None
-        found = shortest_counterexample(canary, MODEL_CANARIES[canary], BOUNDS)
-        return None if found is None else len(found.ops)
-    if subject == "scheduler":
-        from ci.explore.scheduler_graph import SCHEDULER_BOUNDS  # noqa: PLC0415
-        from ci.explore.scheduler_replay import (  # noqa: PLC0415
-            shortest_scheduler_counterexample,
-        )
 
-        example = shortest_scheduler_counterexample(canary, SCHEDULER_BOUNDS)
-        return None if example is None else len(example.ops)
-    if subject == "queue":
-        return _queue_bfs_steps(canary)
-    return None
+def affinity_bfs_steps(canary: str) -> int | None:
+    """The affinity explorer's shortest counterexample for a model canary."""
+    from ci.canaries.affinity import MODEL_CANARIES  # noqa: PLC0415
+    from ci.explore.bounds import BOUNDS  # noqa: PLC0415
+    from ci.explore.shrink import shortest_counterexample  # noqa: PLC0415
+
+    if canary not in MODEL_CANARIES:
+        return None
+    found = shortest_counterexample(canary, MODEL_CANARIES[canary], BOUNDS)
+    return None if found is None else len(found.ops)
+
+
+def scheduler_bfs_steps(canary: str) -> int | None:
+    """The scheduler explorer's shortest counterexample for a canary."""
+    from ci.explore.scheduler_graph import SCHEDULER_BOUNDS  # noqa: PLC0415
+    from ci.explore.scheduler_replay import (  # noqa: PLC0415
+        shortest_scheduler_counterexample,
+    )
+
+    example = shortest_scheduler_counterexample(canary, SCHEDULER_BOUNDS)
+    return None if example is None else len(example.ops)
 
 
 @dataclass(frozen=True)
@@ -121,7 +129,7 @@ class _Configs:
     configs: tuple[Any, ...]
 
 
-def _queue_bfs_steps(canary: str) -> int | None:
+def queue_bfs_steps(canary: str) -> int | None:
     """The queue explorer's shortest violation for a canary that is a model."""
     from ci.canaries.queue import CANARIES, NATIVE_CANARIES  # noqa: PLC0415
     from ci.explore.queue_graph import QUEUE_BOUNDS, explore  # noqa: PLC0415

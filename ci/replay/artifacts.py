@@ -37,12 +37,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import hypothesis
 import pytest
 from hypothesis import settings
 
+from ci.replay.program import crate_versions
 from stateful import capture
 
 if TYPE_CHECKING:
@@ -203,18 +204,6 @@ def _copied_git_state() -> tuple[str, bool | None]:
 def profile_name(profile: str | None) -> str:
     """The Hypothesis profile in force: pytest's option, else the loaded one."""
     return profile or settings.get_current_profile_name()
-
-
-def crate_versions() -> dict[str, Any]:
-    """The crate's version and source, if the binding is built."""
-    try:
-        from impl import adapter  # noqa: PLC0415 - the binding may not be built
-    except ImportError:
-        return {"crate_version": "unknown", "crate_source": "unknown"}
-    return {
-        "crate_version": adapter.CRATE_VERSION,
-        "crate_source": adapter.CRATE_SOURCE,
-    }
 
 
 TARGET_TREE_ENV = "VERIFY_TARGET_TREE"

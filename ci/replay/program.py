@@ -171,10 +171,20 @@ def script(
     return "\n".join(header) + "\n"
 
 
+def crate_versions() -> dict[str, Any]:
+    """The crate's version and source, if the binding is built."""
+    try:
+        from impl import adapter  # noqa: PLC0415 - the binding may not be built
+    except ImportError:
+        return {"crate_version": "unknown", "crate_source": "unknown"}
+    return {
+        "crate_version": adapter.CRATE_VERSION,
+        "crate_source": adapter.CRATE_SOURCE,
+    }
+
+
 def build_mismatch(build: Mapping[str, str]) -> str | None:
     """Why this checkout's binding is not `build` (None: it is)."""
-    from ci.replay.artifacts import crate_versions  # noqa: PLC0415 - a cycle
-
     found = crate_versions()
     wanted = {key: build.get(key) for key in sorted(found)}
     if wanted == found:

@@ -57,10 +57,10 @@ from ci.profiles import EXAMPLES, RULES_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     artifacts_root,
-    crate_versions,
     git_state,
     utc_stamp,
 )
+from ci.replay.program import crate_versions
 from ci.trust import runner
 from ci.trust.plugin import RunConfig
 from ci.trust.targets import (
