@@ -321,7 +321,7 @@ def test_outputs_that_can_be_made_are_accepted_and_nothing_is_created(
 
 SHARD_REPORT = (
     Path(__file__).resolve().parent.parent
-    / "ci/mutants/reports/20261204T130509Z-14of16/report.json"
+    / "tests/fixtures/mutants/20261204T130509Z-14of16/report.json"
 )
 """A committed shard report of the mutation sweep, corrupted one field at a time."""
 

@@ -534,7 +534,7 @@ CORRUPTIBLE = (
     ),
     Corruptible(
         "ci.mutants merge",
-        "ci/mutants/reports/20261204T130509Z-14of16/report.json",
+        "tests/fixtures/mutants/20261204T130509Z-14of16/report.json",
         ("merge", "{in}", "--out", "{out}"),
         _mutants,
         in_folder=True,
@@ -542,7 +542,7 @@ CORRUPTIBLE = (
     ),
     Corruptible(
         "ci.soak merge",
-        "ci/soak/reports/20261204T210700.678589Z/report.json",
+        "tests/fixtures/soak/20261203T215924.991574Z/report.json",
         ("{in}", "--out", "{out}"),
         _soak_merge,
         in_folder=True,

@@ -1,32 +1,46 @@
-"""The committed merged report of the full sweep, and its survivors' verdicts.
+"""The committed summary of the full sweep, and its survivors' verdicts.
 
-`ci/mutants/merged/` is what `python -m ci.mutants merge` makes of the
-committed shard reports and rechecks; `ci/MUTANTS.md` argues every mutant our
-suite does not catch. A new shard, recheck or survivor without its argument
-fails here.
+`ci/mutants/summary.json` is what `python -m ci.mutants summary` makes of the
+merged report of every shard and recheck (the reports themselves are CI
+artifacts); `ci/MUTANTS.md` argues every mutant our suite does not catch. A
+new survivor without its argument, or a summary that no longer matches the
+crate files the sweep mutates, fails here.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 from typing import Any
 
-from command_support import REPO
+from command_support import REPO, run_module
 
-from ci.mutants.report import markdown, merge
+from ci.mutants import plan
+from ci.mutants.report import merge
+from ci.mutants.summary import COLUMNS, header, load, render, summarize
 
-REPORTS = REPO / "ci" / "mutants" / "reports"
-MERGED = REPO / "ci" / "mutants" / "merged"
+FIXTURE = REPO / "tests" / "fixtures" / "mutants" / "20261204T130509Z-14of16"
 ARGUMENTS = REPO / "ci" / "MUTANTS.md"
-MERGED_TITLE = "Mutation sweep, shards merged"
 VERDICT = re.compile(r"^\| ((?:[CO][AQ]\d+)(?:, [CO][AQ]\d+)*) \|.*\| \*\*(\w+)")
 SURVIVORS_TABLE = "### Survivors of our suite, and why"
 NEXT_SECTION = "\n## "
+COMMAND_TIMEOUT_S = 120
 
 
 def _committed() -> dict[str, Any]:
-    data: dict[str, Any] = json.loads((MERGED / "report.json").read_text("utf-8"))
+    """The summary's header, with its rows as `mutants` in the merged shape."""
+    data = header()
+    data["mutants"] = [
+        {
+            "id": row["id"],
+            "file": row["file"],
+            "viable": row["viable"],
+            "ours": {"outcome": row["ours"]} if row["ours"] else None,
+            "crate": {"outcome": row["crate"]} if row["crate"] else None,
+        }
+        for row in load()
+    ]
     return data
 
 
@@ -53,23 +67,71 @@ def _outcome(entry: dict[str, Any], side: str) -> str | None:
     return None if verdict is None else str(verdict["outcome"])
 
 
-def test_the_committed_merge_is_the_merge_of_the_committed_reports() -> None:
-    """Re-merging the shards and rechecks gives the committed report, to the byte."""
-    shards = sorted(REPORTS.glob("*of16"))
-    rechecks = sorted(REPORTS.glob("rechecks/*-ids"))
+def test_a_summary_keeps_each_merged_entry_as_one_row() -> None:
+    """Summarizing a merged report gives one row per entry, read back alike."""
+    merged = merge([FIXTURE])
 
-    again = merge(shards, rechecks)
+    summary = summarize(merged)
 
-    assert json.loads(json.dumps(again)) == _committed()
-    assert (MERGED / "report.md").read_text("utf-8") == markdown(again, MERGED_TITLE)
+    assert [e["id"] for e in merged["mutants"]] == [row[0] for row in summary["rows"]]
+    for entry, row in zip(merged["mutants"], summary["rows"], strict=True):
+        assert entry["file"].endswith("/" + row[1])
+        assert (entry["line"], entry["viable"]) == (row[2], row[3])
+        assert (_outcome(entry, "ours") or "") == row[4]
+        caught = _caught_by_ours(entry)
+        assert (caught and entry["ours"]["test_id"]) == (
+            caught and summary["tests"][row[6]]
+        )
+
+
+def test_the_summary_command_writes_what_summarize_gives(tmp_path: Path) -> None:
+    """`summary DIR --out FILE` renders `summarize` of DIR's merged report."""
+    merged_folder = tmp_path / "merged"
+    ran = run_module(
+        "ci.mutants", "merge", str(FIXTURE), "--out", str(merged_folder),
+        timeout_s=COMMAND_TIMEOUT_S,
+    )  # fmt: skip
+    assert 0 == ran.returncode, ran.stderr
+    out = tmp_path / "summary.json"
+
+    ran = run_module(
+        "ci.mutants", "summary", str(merged_folder), "--out", str(out),
+        timeout_s=COMMAND_TIMEOUT_S,
+    )  # fmt: skip
+
+    assert 0 == ran.returncode, ran.stderr
+    merged = json.loads((merged_folder / "report.json").read_text("utf-8"))
+    assert render(summarize(merged)) == out.read_text("utf-8")
+    assert len(merged["mutants"]) == len(load(out))
+
+
+def test_a_shard_report_is_refused_by_summary_in_one_line() -> None:
+    """Only a merged report is summarized; a shard's is named as not one."""
+    ran = run_module("ci.mutants", "summary", str(FIXTURE), timeout_s=COMMAND_TIMEOUT_S)
+
+    assert 2 == ran.returncode
+    assert "" == ran.stdout
+    assert 1 == len(ran.stderr.splitlines()), ran.stderr
+    assert ran.stderr.startswith("ci.mutants summary: error: not a merged report")
+
+
+def test_the_summary_names_only_files_the_sweep_mutates() -> None:
+    """Each row's file is one of the crate files in the mutation plan."""
+    mutated = {path.rpartition("/")[2] for path in plan.PYTEST_PATHS_BY_FILE}
+
+    files = {row["file"] for row in load()}
+
+    assert files <= mutated
+    assert list(COLUMNS) == header()["columns"]
 
 
 def test_the_full_set_is_tried() -> None:
     """Every mutant of the set has a verdict; no shard is missing."""
     data = _committed()
 
+    ids = [e["id"] for e in data["mutants"]]
     assert data["shards_missing"] == []
-    assert sorted(e["id"] for e in data["mutants"]) == sorted(data["mutant_set"]["ids"])
+    assert len(ids) == len(set(ids)) == data["mutant_count"]
 
 
 def test_every_survivor_of_ours_is_argued_unreachable_or_equivalent() -> None:

@@ -24,7 +24,7 @@ from ci.mutants.plan import Config, MutantsError
 from ci.mutants.report import MutantRecord, Verdict, partition
 from ci.mutants.sweep import Baseline, Run
 
-REPORTS = REPO / "ci" / "mutants" / "reports"
+REPORTS = REPO / "tests" / "fixtures" / "mutants"
 COMMAND_TIMEOUT_S = 120
 MUTANTS = 6
 

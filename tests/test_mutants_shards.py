@@ -1,8 +1,8 @@
 """Shards, merging and the command line of the mutation sweep; no Rust is built.
 
-The fixtures are the shard reports the sweep itself wrote and that are
-committed under ci/mutants/reports/ (report.json as `python -m ci.mutants
---shard K/N` left it). Conflicts and duplicates are made by copying one of
+The fixture is one shard report the sweep itself wrote, committed under
+tests/fixtures/mutants/ (report.json as `python -m ci.mutants --shard K/N`
+left it). Conflicts and duplicates are made by copying one of
 them and, for a conflict, changing one verdict in the copy.
 """
 
@@ -26,7 +26,7 @@ from ci.mutants.report import (
     record_from_json,
 )
 
-REPORTS = REPO / "ci" / "mutants" / "reports"
+REPORTS = REPO / "tests" / "fixtures" / "mutants"
 COMMAND_TIMEOUT_S = 120
 
 

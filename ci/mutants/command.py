@@ -93,6 +93,7 @@ from ci.mutants.report import (
     write,
 )
 from ci.mutants.smoke import smoke
+from ci.mutants.summary import main as main_summary
 from ci.mutants.sweep import (
     execute,
     percent,
@@ -406,11 +407,18 @@ def _terminate(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
+def _subcommand(name: str, argv: Sequence[str]) -> int:
+    """`merge` or `summary` (`ci.mutants.summary`), with its arguments."""
+    if name == "merge":
+        return main_merge(argv)
+    return main_summary(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 ran, 1 could not run, 2 bad arguments or tool missing."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] == ["merge"]:
-        return main_merge(arguments[1:])
+    if arguments[:1] in (["merge"], ["summary"]):
+        return _subcommand(arguments[0], arguments[1:])
     try:
         config, args = parse_args(arguments)
         configs = run_configs(config, args.shard)

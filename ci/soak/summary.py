@@ -1,0 +1,80 @@
+"""A soak report's figures, without its per-seed rows, committed.
+
+    python -m ci.soak summary DIR [--out FILE]
+
+DIR is a soak folder (one run, or one that `python -m ci.soak merge` wrote).
+The summary is its report without `per_seed` (one row per seed and target,
+most of the bytes): the seeds, counterexamples, false alarms, flaky and
+vacuous runs, timings per seed and per target, the settings and the pieces
+merged. The full reports are CI artifacts. The default output is
+`ci/soak/summary.json`, which `tests/test_soak_summary.py` reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Final
+
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    WriteFailed,
+    input_folder,
+    output_file,
+    write_failed,
+    write_results,
+)
+from ci.inputs import InputError, read_json
+
+REPO: Final = Path(__file__).resolve().parents[2]
+SUMMARY: Final = REPO / "ci" / "soak" / "summary.json"
+REPORT_BYTES_MAX: Final = 64 * 1024 * 1024
+"""A merged soak of 1,000 seeds is under 1 MB; a larger file is not a report."""
+DROPPED: Final = ("per_seed",)
+REQUIRED: Final = ("seeds_run", "counterexamples", "false_alarms", "per_target")
+PROG: Final = "python -m ci.soak summary"
+
+
+def summarize(report: object) -> dict[str, Any]:
+    """The report without its per-seed rows; `UsageError` if it is not one."""
+    if not isinstance(report, dict):
+        raise UsageError("not a soak report: not a JSON object")
+    missing = [key for key in REQUIRED if key not in report]
+    if missing:
+        raise UsageError(f"not a soak report: no {', '.join(missing)}")
+    kept = {key: value for key, value in report.items() if key not in DROPPED}
+    return {"kind": "soak-summary", **kept}
+
+
+def load(path: Path = SUMMARY) -> dict[str, Any]:
+    """The committed summary."""
+    data: dict[str, Any] = json.loads(path.read_text("utf-8"))
+    if data.get("kind") != "soak-summary":
+        raise ValueError(f"{path}: not a soak summary")
+    return data
+
+
+def main(argv: Sequence[str]) -> int:
+    """`summary DIR [--out FILE]`: 0 written, 2 on refusal (one line)."""
+    parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
+    parser.add_argument("folder", type=Path, help="a soak report folder")
+    parser.add_argument("--out", type=Path, default=SUMMARY, help="summary file")
+    try:
+        args: argparse.Namespace = parser.parse_args(list(argv))
+        output_file(args.out, "--out")
+        folder = input_folder(args.folder, "summary")
+        summary = summarize(read_json(folder / "report.json", REPORT_BYTES_MAX))
+    except (UsageError, InputError) as error:
+        print(f"ci.soak summary: error: {error}", file=sys.stderr)
+        return 2
+    text = json.dumps(summary, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+    try:
+        write_results({args.out: text})
+    except WriteFailed as error:
+        return write_failed("ci.soak summary", error)
+    print(f"ci.soak summary: {summary['seeds_run']} seeds -> {args.out}")
+    return 0
