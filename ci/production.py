@@ -1,9 +1,9 @@
-"""What the pinned crate really is: the README's "Production under test" table.
+"""What the pinned crate really is: the table of docs/production.md.
 
 The rows are data here; `python -m ci.production` prints the Markdown table that
-the README embeds between two marker comments, and
-tests/test_production_under_test.py fails when the README drifts from these
-rows or when the crate's behaviour departs from any of them.
+docs/production.md embeds between two marker comments, and
+tests/test_production_under_test.py fails when the page drifts from these rows
+or when the crate's behaviour departs from any of them.
 """
 
 from __future__ import annotations
@@ -309,7 +309,7 @@ ROWS: tuple[Row, ...] = (
 
 
 def markdown() -> str:
-    """The README table, between its marker comments."""
+    """The table of docs/production.md, between its marker comments."""
     lines = [
         README_BEGIN,
         "| fact | SPEC | SPEC says | pinned crate does | where (crate source) |",

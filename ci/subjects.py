@@ -1,7 +1,8 @@
 """The subject registry: one entry per component under test, which `ci/` iterates.
 
 A *subject* is a component the suite checks against its reference model (the
-affinity table, the policy queue, affinity replicas over a network). Everything
+affinity table, the policy queue, affinity replicas over a network, the public
+scheduler). Everything
 `ci/` needs to know about one lives in its `SubjectEntry`:
 
     name         the word properties, traces and statistics use for the subject
@@ -29,21 +30,11 @@ callable, usually `lazy("module", "attribute")`, so that importing this module
 imports no subject (and never the native extension); tests may `register` an
 entry of their own for the duration of a `with registered(entry):` block.
 
-Adding the next subject, say `scheduler`:
-
-1. write `model/scheduler/`, the adapter module `impl/adapter/scheduler.py`,
-   the properties in `properties/scheduler/` (registered under the subject
-   name `scheduler`, stating their expectations in their own words),
-   `stateful/scheduler_subject.py` (a `Subject` whose `name` is `scheduler`)
-   and `stateful/scheduler_machine.py` (whose `subject` is that class),
-   `ci/replay/scheduler.py` (its `KIND`, whose `subject` is `scheduler`) and
-   `ci/canaries/scheduler.py` (`CANARIES`, `CAUGHT_BY`);
-2. add `SubjectEntry(name="scheduler", ...)` to `_BUILTIN` below, naming them
-   with `lazy(...)`; leave out what the subject does not have (a Rust writer,
-   an explorer, gate tables, trust targets);
-3. `tests/test_subjects.py` checks that the names agree with the harness
-   subject, the machine, the trace kind and the property registry, and
-   `tests/test_canaries.py` runs every canary the entry names.
+Adding a subject: the recipe "Add a subject" in docs/contributing.md, a
+worked example that `tests/test_contributing.py` runs. `tests/test_subjects.py`
+checks that an entry's names agree with its harness subject, machine, trace
+kind and the property registry, and `tests/test_canaries.py` runs every canary
+an entry names.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The fixture is one shard report the sweep itself wrote, committed under
 tests/fixtures/mutants/ (report.json as `python -m ci.mutants --shard K/N`
-left it). Conflicts and duplicates are made by copying one of
+left it, without its indentation). Conflicts and duplicates are made by copying one of
 them and, for a conflict, changing one verdict in the copy.
 """
 

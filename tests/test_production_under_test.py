@@ -1,4 +1,4 @@
-"""The pinned crate behaves as the README's "Production under test" table says."""
+"""The pinned crate behaves as docs/production.md's table says."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from model.errors import InvalidArgumentError, ResourceExhaustedError, Unsupport
 
 pytestmark = pytest.mark.pinned
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+PAGE = Path(__file__).resolve().parent.parent / "docs" / "production.md"
 
 
 def _bind_and_release(table: AffinityApi, session_id: str) -> None:
@@ -32,9 +32,9 @@ def _bind_and_release(table: AffinityApi, session_id: str) -> None:
     table.release(table.commit(step.handle, Target(1, None)))
 
 
-def test_the_readme_table_is_generated_from_the_declared_rows() -> None:
-    """README.md embeds exactly the table that `python -m ci.production` prints."""
-    text = README.read_text(encoding="utf-8")
+def test_the_production_table_is_generated_from_the_declared_rows() -> None:
+    """docs/production.md embeds exactly the table `python -m ci.production` prints."""
+    text = PAGE.read_text(encoding="utf-8")
 
     assert production.markdown() in text
 

@@ -1,4 +1,4 @@
-"""The README's "Production under test" rows for the policy queue still hold.
+"""The "Production under test" rows (docs/production.md) for the queue still hold.
 
 Fails when the pinned crate's queue departs from what the suite was built
 against (see ci/queue_findings.md): dynamo-kv-router 1.6.1 from crates.io,
