@@ -17,7 +17,19 @@ from ci import subjects
 
 REPO: Final = Path(__file__).resolve().parent.parent
 WORDS: Final = (
-    "zero one two three four five six seven eight nine ten eleven twelve".split()
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
 )
 COUNT: Final = re.compile(
     r"\b(" + "|".join(WORDS) + r"|\d+)\s+subjects\b", re.IGNORECASE
