@@ -36,7 +36,7 @@ listed in the report.
 Output: `ci/artifacts/mutants/<utc-stamp>-<K>of<N>/report.json`, `report.md`
 and `logs/` (`ci/mutants/report.py`), with `ci/artifacts/mutants/latest`
 pointing at the newest run; `python -m ci.mutants merge DIR...` joins shards.
-Commands and timings: `ci/MUTANTS.md`.
+Commands: `ci/MUTANTS.md`; timings: docs/figures.md.
 """
 
 from __future__ import annotations
