@@ -1,43 +1,22 @@
 """The machine's one cargo target folder, shared by every build of the crate.
 
-Every Rust build of the project compiles `dynamo-kv-router` 1.6.1 and the same
-dependencies (tokio, axum, zeromq's C++ sources, ...): the binding that
-`pip install -e .` builds, the binding against a local tree (`ci.build_local`,
-`ci.gate --source`), the mutation sweep's and the smoke mutant's bindings, and
-the Rust export's scratch projects (`ci/replay/rust/cargo.py`). They all use
-one `CARGO_TARGET_DIR` and one cargo profile (impl/Cargo.toml's `mutants`:
-`ci.build_local.PROFILES[0]`), so each dependency compiles once per machine,
-and a second clone compiles only the binding's own sources (a path package:
-its artifacts are named after the clone's path) and, for another interpreter,
-pyo3's build configuration:
+Every Rust build of the project -- the installed binding, `ci.build_local` and
+`ci.gate --source`, the mutation sweep's bindings, the Rust export's scratch
+projects -- uses one `CARGO_TARGET_DIR` and one cargo profile (impl/Cargo.toml's
+`mutants`), so each dependency compiles once per machine. The folder is
+`$CARGO_TARGET_DIR` when set, else `<work>/target` with `<work>` =
+`~/.cache/dynamo-verify` (or `DYNAMO_VERIFY_WORK`).
 
-* `$CARGO_TARGET_DIR` when it is set (`.ci/run` sets it to the folder below, so
-  the install's build lands there too);
-* otherwise `<work>/target`, where `<work>` is `~/.cache/dynamo-verify` (or
-  `DYNAMO_VERIFY_WORK`), the per-machine folder of the project's caches.
+Sharing is safe because cargo locks a profile's folder for a whole build, and
+a crate given as a path has its own hash in every artifact name; the two
+exceptions are handled here: the final library cargo copies to
+`<target>/<profile>/` (`binding_lock` keeps a build and its copy together) and
+the binding's build-script state, which every binding shares as one path
+package (`forget_binding` drops it before each build, as `.ci/run` does with
+`python -m ci.target_dir --forget-binding`).
 
-Why sharing is safe:
-
-* cargo locks a profile's build folder (`<target>/<profile>/.cargo-lock`) for
-  the whole of a build, so concurrent builds (pytest-xdist workers, parallel
-  gates) wait for each other instead of writing the same files;
-* a crate tree given as a path (a local tree, a mutant's copy) is a different
-  package from the crates.io release, with its own hash in every artifact name,
-  so a mutant's build never stands in for the pinned crate;
-* the only files without a hash are the final libraries cargo copies to
-  `<target>/<profile>/`: two bindings built in one profile write the same
-  `lib_native.so`. `binding_lock` keeps a build and the copy of its library
-  together (`ci/build_local.py`);
-* every binding (the install's impl/, each staged copy) is one unit to cargo,
-  which names a path package relative to its workspace: they share one build
-  script run, whose `DYNAMO_KV_ROUTER_SOURCE` and `_VERSION` would belong to
-  whichever binding ran it last (a local tree's build then reports
-  `registry`). `forget_binding` drops that state before each build, so every
-  binding compiles its own (seconds without the optimizer); `.ci/run` calls it
-  before the install (`python -m ci.target_dir --forget-binding`).
-
-`python -m ci.target_dir` prints the folder (for `.ci/run`, before anything
-is installed: this module needs only the standard library).
+`python -m ci.target_dir` prints the folder; this module needs only the
+standard library, so it runs before anything is installed.
 """
 
 from __future__ import annotations
@@ -99,8 +78,11 @@ def binding_lock(target_dir: Path, profile: str) -> Iterator[None]:
 def forget_binding(target_dir: Path, profile: str) -> None:
     """Drop the binding's cargo state in `profile`: the next build is its own.
 
-    Removes its fingerprints, its build script's build and output, and the
-    unhashed library; the dependencies, the crate and rustc's incremental
+    Every binding (the install's impl/, each staged copy) is one unit to
+    cargo, sharing one build-script run whose `DYNAMO_KV_ROUTER_SOURCE` and
+    `_VERSION` would be those of whichever binding ran it last. This removes
+    its fingerprints, its build script's build and output, and the unhashed
+    library; the dependencies, the crate and rustc's incremental
     cache stay. Call it holding `binding_lock(target_dir, profile)`.
     """
     folder = target_dir / profile
