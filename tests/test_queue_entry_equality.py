@@ -6,7 +6,7 @@ caller (`pop_next`, `drain`, `entries`), which may keep and compare them. In
 one queue every entry has its own enqueue sequence, so an entry equals itself
 and no other, even a request identical in every field, class and arrival
 included. Mutants CQ015-CQ019 (`eq` always true or false, `&&` as `||`, an
-`==` as `!=`) are observable through this and no longer argued equivalent.
+`==` as `!=`) are observable through this, so none of them is equivalent.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ printed (one `state.RULE(...)` line per rule) and as its final replay,
 recorded as a trace, replayed outside Hypothesis and minimized by
 `ci.replay.minimize`.
 
-The bounds below come from `python -m ci.bench.shrinking` (dynamo-kv-router
-1.6.1, 5 December 2026; docs/figures.md has the table): each allows the
+The bounds below come from `python -m ci.bench.shrinking` on the pinned
+crate (docs/figures.md has the measured table and its date): each allows the
 measured length plus half of it, at least 2 operations more, and never more
 than the target, 2 x the shortest counterexample + 2 operations. The
 shortest is the explorer's BFS-shortest violation where the subject's

@@ -244,9 +244,9 @@ NATIVE_CANARIES: frozenset[str] = frozenset(
 """The queue canaries that wrap the crate's queue (the others wrap the model)."""
 
 SLOW_CANARIES: frozenset[str] = frozenset()
-"""Canaries whose counterexamples are long (none now: `sticky_deficit` was one
-until the machine's rule `credit_of_a_class_that_a_pop_emptied` made an
-emptied class's stale credit change the very next pop)."""
+"""Canaries whose counterexamples are too long for the ci budget: none (the
+machine's rule `credit_of_a_class_that_a_pop_emptied` makes an emptied class's
+stale credit change the very next pop, so `sticky_deficit` is caught quickly)."""
 
 CAUGHT_BY: dict[str, str] = {
     "eager_recheck": "outcomes_agree",
