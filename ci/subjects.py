@@ -19,6 +19,8 @@ affinity table, the policy queue, affinity replicas over a network). Everything
                  table of the subject's own (or None when it did not run)
     targets      the fuzz, soak and determinism targets that run its machine,
                  and which of them run by default (`Target.default`)
+    crate_files  the crate files its tests reach (`CrateFile`): what the
+                 mutation benchmark mutates and which tests run per mutant
 
 Other modules ask the registry (`entry(name)`, `entries()`) and never compare
 a subject's name: a new subject is one `SubjectEntry` in `_BUILTIN` plus one
@@ -53,13 +55,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from stateful.harness import Subject
     from stateful.machine import DifferentialMachine
+
+
+_Field = TypeVar("_Field")
 
 
 def lazy(module: str, attribute: str | None = None) -> Callable[[], Any]:
@@ -131,6 +136,25 @@ GateTable = Callable[[list[dict[str, Any]]], "Table | None"]
 
 
 @dataclass(frozen=True)
+class CrateFile:
+    """A file of the crate that a subject's tests reach (`python -m ci.mutants`).
+
+    `path` is relative to the crate root; `tests` are the paths, globs or
+    `glob::test` node ids of our suite that a mutant of the file runs, the
+    strongest check first (`-x` stops there). The subject that owns the file
+    gives `prefix`, the one-letter id prefix of its mutants, and
+    `crate_filters`, the libtest filters of the crate's own tests that reach
+    it; another subject whose tests reach the file leaves both empty and adds
+    its tests after the owner's (`crate_files()`).
+    """
+
+    path: str
+    tests: tuple[str, ...]
+    prefix: str = ""
+    crate_filters: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class SubjectEntry:
     """One subject: where each column of the layout keeps its part (see above)."""
 
@@ -145,6 +169,7 @@ class SubjectEntry:
     explorer: Explorer | None = None
     gate_tables: tuple[Callable[[], GateTable], ...] = ()
     targets: tuple[Target, ...] = field(default=())
+    crate_files: tuple[CrateFile, ...] = ()
 
     def harness_subject(self) -> type[Subject[Any, Any]]:
         """The harness's `Subject` class (imports the subject's stateful module)."""
@@ -186,6 +211,23 @@ _PROFILE_NODE: Final[str] = (
     "test_the_crate_agrees_with_the_model_and_every_goal_is_reached"
 )
 _CANARY_FILE: Final[str] = "ci/trust/canary_targets.py"
+_AFFINITY_RS: Final[str] = "src/services/selection/affinity.rs"
+_POLICY_QUEUE_RS: Final[str] = "src/scheduling/policy_queue.rs"
+_MANUAL_CLOCK_NODE: Final[str] = (
+    "stateful/test_affinity_machine.py::"
+    "test_the_crates_manual_clock_agrees_with_the_model"
+)
+_EDGE_REPLAY_NODE: Final[str] = (
+    "tests/test_explore.py::test_the_crate_agrees_on_every_edge_of_a_ci_bound"
+)
+_SCHEDULER_NODE: Final[str] = (
+    "stateful/test_scheduler_machine.py::"
+    "test_the_crate_scheduler_agrees_with_the_model_and_every_goal_is_reached"
+)
+# The corpus replays every affinity and queue trace against the crate.
+_CORPUS_REPLAY: Final[str] = (
+    "tests/test_corpus.py::test_a_corpus_trace_replays_without_divergence"
+)
 
 _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
     SubjectEntry(
@@ -216,6 +258,30 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
                 f"{_CANARY_FILE}::test_the_late_expiry_canary_agrees_with_the_model",
                 "canary: the crate serving a binding 1 ns past its deadline",
                 canary=True,
+            ),
+        ),
+        crate_files=(
+            CrateFile(
+                _AFFINITY_RS,
+                (
+                    f"stateful/test_affinity_machine.py::{_PROFILE_NODE}",
+                    _MANUAL_CLOCK_NODE,
+                    "tests/test_affinity_*.py",
+                    "tests/test_group_key.py",  # crate against model where it has it
+                    "tests/test_production_under_test.py",
+                    _EDGE_REPLAY_NODE,
+                    "stateful/test_clock_variants.py",
+                    # Many callers reach versions, publications and the reaper.
+                    "stateful/test_concurrent_affinity.py",
+                    "tests/test_concurrency.py",
+                    _CORPUS_REPLAY,
+                ),
+                prefix="A",
+                crate_filters=(
+                    "services::selection::affinity::",
+                    "services::selection::core::",
+                    "services::common::replica_sync",
+                ),
             ),
         ),
     ),
@@ -256,6 +322,18 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
                 canary=True,
             ),
         ),
+        crate_files=(
+            CrateFile(
+                _POLICY_QUEUE_RS,
+                (
+                    f"stateful/test_queue_machine.py::{_PROFILE_NODE}",
+                    "tests/test_queue_*.py",
+                    _CORPUS_REPLAY,
+                ),
+                prefix="Q",
+                crate_filters=("scheduling::policy_queue::", "scheduling::queue::"),
+            ),
+        ),
     ),
     SubjectEntry(
         name="scheduler",
@@ -277,8 +355,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         targets=(
             Target(
                 "scheduler",
-                "stateful/test_scheduler_machine.py::"
-                "test_the_crate_scheduler_agrees_with_the_model_and_every_goal_is_reached",
+                _SCHEDULER_NODE,
                 "the public scheduler's machine against the crate",
             ),
             Target(
@@ -286,6 +363,22 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
                 "stateful/test_scheduler_machine.py::"
                 "test_the_scheduler_model_agrees_with_a_second_model",
                 "the public scheduler's machine, model against model (no extension)",
+            ),
+        ),
+        # The public scheduler drives the queue's crate-private recheck, due-time
+        # and cleanup paths (`recheck_worker`, `take_expired`, `take_if_in_class`);
+        # its callbacks test an availability answer that changes unannounced and
+        # due times past the due key's cap.
+        crate_files=(
+            CrateFile(
+                _POLICY_QUEUE_RS,
+                (
+                    _SCHEDULER_NODE,
+                    "tests/test_scheduler_corpus.py",
+                    "tests/test_scheduler_binding.py",
+                    "tests/test_scheduler_production.py",
+                    "tests/test_scheduler_callbacks.py",
+                ),
             ),
         ),
     ),
@@ -297,6 +390,8 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         trace_kind=lazy("ci.replay.replica", "KIND"),
         canaries=lazy("ci.canaries.replica"),
         gate_tables=(lazy("ci.gate_tables", "replica_network"),),
+        # Replicas reach versions and publications of the affinity table.
+        crate_files=(CrateFile(_AFFINITY_RS, ("tests/test_replica_network.py",)),),
     ),
 )
 
@@ -329,6 +424,54 @@ def explorable() -> tuple[SubjectEntry, ...]:
 def targets() -> tuple[Target, ...]:
     """Every subject's fuzz, soak and determinism targets, by subject name."""
     return tuple(target for found in entries() for target in found.targets)
+
+
+def crate_files() -> dict[str, CrateFile]:
+    """The mutated crate files, by path: each owner's, with every subject's tests.
+
+    Files come in subject order; a file's tests are its owner's, then those of
+    the other subjects that reach it, each once.
+    """
+    declared = [file for found in entries() for file in found.crate_files]
+    merged: dict[str, CrateFile] = {}
+    for owned in (file for file in declared if file.prefix):
+        tests = [
+            test
+            for file in (owned, *declared)
+            if file.path == owned.path
+            for test in file.tests
+        ]
+        merged[owned.path] = CrateFile(
+            owned.path, tuple(dict.fromkeys(tests)), owned.prefix, owned.crate_filters
+        )
+    return merged
+
+
+class CrateFileView(Mapping[str, _Field]):
+    """One field of each `crate_files()` entry, by path, read afresh on every use.
+
+    A module-level table of the mutation benchmark (which file, which tests)
+    is such a view, so a subject registered later is in it too.
+    """
+
+    def __init__(self, field_of: Callable[[CrateFile], _Field]) -> None:
+        """The view of `field_of(file)` per mutated file."""
+        self._field_of = field_of
+
+    def _now(self) -> dict[str, _Field]:
+        return {path: self._field_of(file) for path, file in crate_files().items()}
+
+    def __getitem__(self, path: str) -> _Field:
+        """The field of the file at `path`."""
+        return self._now()[path]
+
+    def __iter__(self) -> Iterator[str]:
+        """The mutated files' paths, in subject order."""
+        return iter(self._now())
+
+    def __len__(self) -> int:
+        """How many files are mutated."""
+        return len(self._now())
 
 
 def register(new: SubjectEntry) -> None:

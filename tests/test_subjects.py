@@ -27,6 +27,8 @@ from rich.table import Table
 from ci import gate, subjects
 from ci.canaries.check import CanarySurvivedError, first_failed_check
 from ci.explore import command as explore_cli
+from ci.mutants import plan
+from ci.mutants.operators import TARGET_FILES
 from ci.replay import command as replay_cli
 from ci.replay.codec import OpCodec, codec_for, dataclass_codec
 from ci.replay.rust.emit import Capabilities, ExportError, export
@@ -268,6 +270,10 @@ def counter_table(records: list[dict[str, Any]]) -> Table | None:
     return table
 
 
+COUNTER_RS = "src/counter.rs"
+"""The counter's file in a crate that has one: what the mutation plan mutates."""
+ROOT = Path(__file__).resolve().parents[1]
+
 COUNTER = subjects.SubjectEntry(
     name="counter",
     description="a running total (a dummy subject: model against model)",
@@ -276,6 +282,11 @@ COUNTER = subjects.SubjectEntry(
     trace_kind=lambda: KIND,
     canaries=lambda: sys.modules[__name__],
     gate_tables=(lambda: counter_table,),
+    crate_files=(
+        subjects.CrateFile(
+            COUNTER_RS, ("tests/test_subjects.py",), "C", ("counter::",)
+        ),
+    ),
 )
 
 
@@ -298,6 +309,7 @@ def test_without_the_registration_there_is_no_counter() -> None:
     """Outside the fixture the registry knows only the built-in subjects."""
     assert "counter" not in subjects.names()
     assert {"affinity", "queue", "replica"} <= set(subjects.names())
+    assert COUNTER_RS not in TARGET_FILES
 
 
 def test_the_counter_machine_feeds_the_gate_statistics_and_tables(
@@ -370,3 +382,28 @@ def test_the_counter_is_refused_where_its_entry_declares_nothing(
     with pytest.raises(ExportError, match="counter traces have no Rust export"):
         export(trace, "one", lambda: Capabilities("0", manual_clock=False))
     assert 2 == explore_cli.main(["--subject", "counter"])
+
+
+@pytest.mark.usefixtures("counter")
+def test_the_mutation_plan_mutates_the_counters_file_and_runs_its_tests(
+    tmp_path: Path,
+) -> None:
+    """The entry's crate file gets mutants, our tests for it and crate filters."""
+    config = plan.Config(
+        pytest_options=("-x",),
+        pytest_paths=(),
+        pytest_timeout_s=None,
+        crate_timeout_s=1.0,
+        shard=(1, 1),
+        ids=(),
+        work_dir=tmp_path,
+        out_root=tmp_path,
+    )
+
+    command = plan.pytest_command(config, COUNTER_RS, ROOT, ())
+    theirs = plan.crate_command(plan.CRATE_TEST_FILTERS[COUNTER_RS])
+
+    assert "C" == TARGET_FILES[COUNTER_RS]
+    assert "tests/test_subjects.py" == command[-1]
+    assert ["--", "counter::"] == theirs[-2:]
+    assert ("tests/test_subjects.py",) == plan.PYTEST_PATHS_BY_FILE[COUNTER_RS]
