@@ -19,6 +19,9 @@ affinity table, the policy queue, affinity replicas over a network). Everything
                  table of the subject's own (or None when it did not run)
     targets      the fuzz, soak and determinism targets that run its machine,
                  and which of them run by default (`Target.default`)
+    bench        its own rows of `python -m ci.bench` beyond the machine and
+                 corpus replay every subject gets (a function returning
+                 `ci.bench.figures.Figures`), or None
     crate_files  the crate files its tests reach (`CrateFile`): what the
                  mutation benchmark mutates and which tests run per mutant
 
@@ -169,6 +172,7 @@ class SubjectEntry:
     explorer: Explorer | None = None
     gate_tables: tuple[Callable[[], GateTable], ...] = ()
     targets: tuple[Target, ...] = field(default=())
+    bench: Callable[[], Callable[[], Sequence[Any]]] | None = None
     crate_files: tuple[CrateFile, ...] = ()
 
     def harness_subject(self) -> type[Subject[Any, Any]]:
@@ -302,6 +306,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             closes=True,
             shortest=lazy("ci.bench.shrinking", "queue_bfs_steps"),
         ),
+        bench=lazy("ci.bench.queue", "fixed_program"),
         targets=(
             Target(
                 "queue",
