@@ -243,11 +243,11 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         canaries=lazy("ci.canaries.affinity"),
         rust_writer=lazy("ci.replay.rust.affinity"),
         explorer=Explorer(
-            bounds=lazy("ci.explore.bounds", "BOUNDS"),
-            explore=lazy("ci.explore.command", "explore"),
-            machines=lazy("ci.explore.command", "AFFINITY_RUNNERS"),
+            bounds=lazy("ci.explore.affinity_bounds", "BOUNDS"),
+            explore=lazy("ci.explore.affinity_graph", "explore"),
+            machines=lazy("ci.explore.affinity_coverage", "AFFINITY_RUNNERS"),
             coverage_bounds=("picture", "core"),
-            commands=lazy("ci.explore.command", "AFFINITY_COMMANDS"),
+            commands=lazy("ci.explore.affinity_replay", "AFFINITY_COMMANDS"),
             shortest=lazy("ci.bench.shrinking", "affinity_bfs_steps"),
         ),
         targets=(

@@ -13,7 +13,8 @@ import pytest
 
 import ci.explore.command as explore_cli
 from ci.canaries.queue import CANARIES as QUEUE_CANARIES
-from ci.explore.command import BOUNDS, read_counts
+from ci.explore.affinity_bounds import BOUNDS
+from ci.explore.command import read_counts
 from ci.explore.coverage import (
     MachineRun,
     MachineStep,

@@ -102,7 +102,7 @@ def bfs_steps(subject: str, canary: str) -> int | None:
 def affinity_bfs_steps(canary: str) -> int | None:
     """The affinity explorer's shortest counterexample for a model canary."""
     from ci.canaries.affinity import MODEL_CANARIES  # noqa: PLC0415
-    from ci.explore.bounds import BOUNDS  # noqa: PLC0415
+    from ci.explore.affinity_bounds import BOUNDS  # noqa: PLC0415
     from ci.explore.shrink import shortest_counterexample  # noqa: PLC0415
 
     if canary not in MODEL_CANARIES:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ci.explore import search
-from ci.explore.graph import Exploration
+from ci.explore.affinity_graph import Exploration
 from ci.explore.search import ExplorationCapError, OpT
 from model.affinity.ops import Op
 from stateful.affinity_subject import AffinityHarness, SutFactory

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, TypeVar, cast
 
 from hypothesis.stateful import run_state_machine_as_test
 
-from ci.explore.graph import Bound, explore
+from ci.explore.affinity_graph import Bound, explore
 from ci.explore.search import BoundLike, Exploration, Violation
 from ci.profiles import CANARY_SETTINGS
 from ci.replay.affinity import record
