@@ -22,6 +22,8 @@ affinity table, the policy queue, affinity replicas over a network). Everything
     bench        its own rows of `python -m ci.bench` beyond the machine and
                  corpus replay every subject gets (a function returning
                  `ci.bench.figures.Figures`), or None
+    scenarios    the builder of its hand-written corpus traces (checks them
+                 on the model, returns each file's path and text), or None
     crate_files  the crate files its tests reach (`CrateFile`): what the
                  mutation benchmark mutates and which tests run per mutant
 
@@ -57,6 +59,7 @@ import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
@@ -173,6 +176,7 @@ class SubjectEntry:
     gate_tables: tuple[Callable[[], GateTable], ...] = ()
     targets: tuple[Target, ...] = field(default=())
     bench: Callable[[], Callable[[], Sequence[Any]]] | None = None
+    scenarios: Callable[[], Callable[[], dict[Path, str]]] | None = None
     crate_files: tuple[CrateFile, ...] = ()
 
     def harness_subject(self) -> type[Subject[Any, Any]]:
@@ -241,6 +245,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         machine=lazy("stateful.affinity_machine", "AffinityMachine"),
         trace_kind=lazy("ci.replay.affinity", "KIND"),
         canaries=lazy("ci.canaries.affinity"),
+        scenarios=lazy("ci.replay.corpus.affinity_scenarios", "build"),
         rust_writer=lazy("ci.replay.rust.affinity"),
         explorer=Explorer(
             bounds=lazy("ci.explore.affinity_bounds", "BOUNDS"),
@@ -296,6 +301,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         machine=lazy("stateful.queue_machine", "QueueMachine"),
         trace_kind=lazy("ci.replay.queue", "KIND"),
         canaries=lazy("ci.canaries.queue"),
+        scenarios=lazy("ci.replay.corpus.queue_scenarios", "build"),
         rust_writer=lazy("ci.replay.rust.queue"),
         explorer=Explorer(
             bounds=lazy("ci.explore.queue_graph", "QUEUE_BOUNDS"),
@@ -347,6 +353,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         machine=lazy("stateful.scheduler_machine", "SchedulerMachine"),
         trace_kind=lazy("ci.replay.scheduler", "KIND"),
         canaries=lazy("ci.canaries.scheduler"),
+        scenarios=lazy("ci.replay.corpus.scheduler_scenarios", "build"),
         rust_writer=lazy("ci.replay.rust.scheduler"),
         explorer=Explorer(
             bounds=lazy("ci.explore.scheduler_graph", "SCHEDULER_BOUNDS"),
