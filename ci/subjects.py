@@ -24,6 +24,8 @@ affinity table, the policy queue, affinity replicas over a network). Everything
                  `ci.bench.figures.Figures`), or None
     scenarios    the builder of its hand-written corpus traces (checks them
                  on the model, returns each file's path and text), or None
+    production_rows  its rows of the README's "Production under test" table
+                 (`ci.production.Row`s, in table order), or None
     crate_files  the crate files its tests reach (`CrateFile`): what the
                  mutation benchmark mutates and which tests run per mutant
 
@@ -177,6 +179,7 @@ class SubjectEntry:
     targets: tuple[Target, ...] = field(default=())
     bench: Callable[[], Callable[[], Sequence[Any]]] | None = None
     scenarios: Callable[[], Callable[[], dict[Path, str]]] | None = None
+    production_rows: Callable[[], tuple[Any, ...]] | None = None
     crate_files: tuple[CrateFile, ...] = ()
 
     def harness_subject(self) -> type[Subject[Any, Any]]:
@@ -245,6 +248,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         machine=lazy("stateful.affinity_machine", "AffinityMachine"),
         trace_kind=lazy("ci.replay.affinity", "KIND"),
         canaries=lazy("ci.canaries.affinity"),
+        production_rows=lazy("ci.production.affinity", "ROWS"),
         scenarios=lazy("ci.replay.corpus.affinity_scenarios", "build"),
         rust_writer=lazy("ci.replay.rust.affinity"),
         explorer=Explorer(
@@ -301,6 +305,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         machine=lazy("stateful.queue_machine", "QueueMachine"),
         trace_kind=lazy("ci.replay.queue", "KIND"),
         canaries=lazy("ci.canaries.queue"),
+        production_rows=lazy("ci.production.queue", "ROWS"),
         scenarios=lazy("ci.replay.corpus.queue_scenarios", "build"),
         rust_writer=lazy("ci.replay.rust.queue"),
         explorer=Explorer(
@@ -353,6 +358,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         machine=lazy("stateful.scheduler_machine", "SchedulerMachine"),
         trace_kind=lazy("ci.replay.scheduler", "KIND"),
         canaries=lazy("ci.canaries.scheduler"),
+        production_rows=lazy("ci.production.scheduler", "ROWS"),
         scenarios=lazy("ci.replay.corpus.scheduler_scenarios", "build"),
         rust_writer=lazy("ci.replay.rust.scheduler"),
         explorer=Explorer(
