@@ -1,8 +1,9 @@
 """The subject registry: one entry per component under test, which `ci/` iterates.
 
 A *subject* is a component the suite checks against its reference model (the
-affinity table, the policy queue, affinity replicas over a network). Everything
-`ci/` needs to know about one lives in its `SubjectEntry`:
+affinity table, the policy queue, the public scheduler, affinity replicas over
+a network). Everything `ci/` needs to know about one lives in its
+`SubjectEntry`:
 
     name         the word properties, traces and statistics use for the subject
     harness      its `stateful.harness.Subject` class (how one step is judged)
@@ -30,29 +31,29 @@ affinity table, the policy queue, affinity replicas over a network). Everything
                  mutation benchmark mutates and which tests run per mutant
 
 Other modules ask the registry (`entry(name)`, `entries()`) and never compare
-a subject's name: a new subject is one `SubjectEntry` in `_BUILTIN` plus one
-module per column of the README's layout table (model, adapter, properties,
-harness subject and machine, trace kind, canaries), and no edit elsewhere in
-`ci/`. Every field that would import the subject's modules is a zero-argument
-callable, usually `lazy("module", "attribute")`, so that importing this module
-imports no subject (and never the native extension); tests may `register` an
-entry of their own for the duration of a `with registered(entry):` block.
+a subject's name. Every field that would import the subject's modules is a
+zero-argument callable, usually `lazy("module", "attribute")`, so that
+importing this module imports no subject (and never the native extension);
+tests may `register` an entry of their own for the duration of a
+`with registered(entry):` block.
 
-Adding the next subject, say `scheduler`:
+A new subject, say `cache`, is its modules and one entry, with no edit
+elsewhere in `ci/`:
 
-1. write `model/scheduler/`, the adapter module `impl/adapter/scheduler.py`,
-   the properties in `properties/scheduler/` (registered under the subject
-   name `scheduler`, stating their expectations in their own words),
-   `stateful/scheduler_subject.py` (a `Subject` whose `name` is `scheduler`)
-   and `stateful/scheduler_machine.py` (whose `subject` is that class),
-   `ci/replay/scheduler.py` (its `KIND`, whose `subject` is `scheduler`) and
-   `ci/canaries/scheduler.py` (`CANARIES`, `CAUGHT_BY`);
-2. add `SubjectEntry(name="scheduler", ...)` to `_BUILTIN` below, naming them
-   with `lazy(...)`; leave out what the subject does not have (a Rust writer,
-   an explorer, gate tables, trust targets);
-3. `tests/test_subjects.py` checks that the names agree with the harness
-   subject, the machine, the trace kind and the property registry, and
-   `tests/test_canaries.py` runs every canary the entry names.
+1. `model/cache/`, `impl/adapter/cache.py`, `properties/cache/` (registered
+   under the subject name `cache`), `stateful/cache_subject.py` (a `Subject`
+   whose `name` is `cache`) and `stateful/cache_machine.py` (whose `subject`
+   is that class), `ci/replay/cache.py` (its `KIND`) and
+   `ci/canaries/cache.py` (`CANARIES`, `CAUGHT_BY`);
+2. what it has of the rest, each in a module named for it:
+   `ci/replay/rust/cache.py`, `ci/explore/cache_graph.py` (and `_coverage`,
+   `_replay`), `ci/replay/corpus/cache_scenarios.py`, `ci/production/cache.py`,
+   its benchmark rows, the crate files its tests reach;
+3. `SubjectEntry(name="cache", ...)` in `_BUILTIN` below, naming them with
+   `lazy(...)` and leaving out what it does not have. `tests/test_subjects.py`
+   checks that the names agree with the harness subject, the machine, the
+   trace kind and the property registry; its dummy subject shows the gate,
+   replay, canaries, benchmark and mutation plan taking an entry as it is.
 """
 
 from __future__ import annotations
@@ -257,7 +258,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             machines=lazy("ci.explore.affinity_coverage", "AFFINITY_RUNNERS"),
             coverage_bounds=("picture", "core"),
             commands=lazy("ci.explore.affinity_replay", "AFFINITY_COMMANDS"),
-            shortest=lazy("ci.bench.shrinking", "affinity_bfs_steps"),
+            shortest=lazy("ci.explore.affinity_replay", "bfs_steps"),
         ),
         targets=(
             Target(
@@ -315,7 +316,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             coverage_bounds=("pair",),
             counts_section="queue",
             closes=True,
-            shortest=lazy("ci.bench.shrinking", "queue_bfs_steps"),
+            shortest=lazy("ci.explore.queue_graph", "bfs_steps"),
         ),
         bench=lazy("ci.bench.queue", "fixed_program"),
         targets=(
@@ -368,7 +369,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             coverage_bounds=("lanes",),
             counts_section="scheduler",
             commands=lazy("ci.explore.scheduler_replay", "SCHEDULER_COMMANDS"),
-            shortest=lazy("ci.bench.shrinking", "scheduler_bfs_steps"),
+            shortest=lazy("ci.explore.scheduler_replay", "bfs_steps"),
         ),
         targets=(
             Target(

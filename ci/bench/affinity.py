@@ -5,21 +5,9 @@ unless told otherwise: the affinity machine, the affinity corpus replayed,
 and the machine in two processes at once (see `ci.bench.command`).
 """
 
-from __future__ import annotations
+from ci.bench.command import subject_main
 
-import sys
-from collections.abc import Sequence
-
-from ci.bench.command import main as bench_main
-
-DEFAULTS = ("--examples", "200", "--workers", "2")
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print the affinity table's figures."""
-    given = sys.argv[1:] if argv is None else list(argv)
-    return bench_main(["affinity", *DEFAULTS, *given], "ci.bench.affinity")
-
+main = subject_main("affinity", "--examples", "200", "--workers", "2")
 
 if __name__ == "__main__":
     from ci.cli import run_command

@@ -24,7 +24,7 @@ machine may be shared (`ci.bench.figures`). `python -m ci.bench.affinity`,
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from hypothesis import settings
 
@@ -131,3 +131,13 @@ def main(argv: Sequence[str] | None = None, prog: str = "ci.bench") -> int:
     entry = subjects.entry(args.subject)
     bench(entry, args.examples, args.rounds, args.workers)
     return 0
+
+
+def subject_main(subject: str, *defaults: str) -> Callable[..., int]:
+    """The `main` of `python -m ci.bench.<subject>`: `SUBJECT` and `defaults` given."""
+
+    def run(argv: Sequence[str] | None = None) -> int:
+        given = sys.argv[1:] if argv is None else list(argv)
+        return main([subject, *defaults, *given], f"ci.bench.{subject}")
+
+    return run

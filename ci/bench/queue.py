@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import math
 import random
-import sys
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ci.bench.command import main as bench_main
+from ci.bench.command import subject_main
 from ci.bench.figures import Figures, timed
 from model.queue.api import call as apply_op
 from model.queue.api import observe
@@ -99,11 +97,7 @@ def fixed_program() -> tuple[Figures, Figures]:
     )
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print the queue's figures (`python -m ci.bench queue`)."""
-    given = sys.argv[1:] if argv is None else list(argv)
-    return bench_main(["queue", *given], "ci.bench.queue")
-
+main = subject_main("queue")
 
 if __name__ == "__main__":
     from ci.cli import run_command
