@@ -25,6 +25,7 @@ from ci.explore.affinity_graph import (
     explore,
     op_sort_key,
 )
+from ci.explore.affinity_picture import to_dot, to_svg
 from ci.explore.affinity_replay import (
     hypothesis_shrunk_steps,
     replay_paths,
@@ -34,7 +35,6 @@ from ci.explore.affinity_replay import (
 from ci.explore.command import read_counts
 from ci.explore.coverage import MachineRun, MachineStep, measure
 from ci.explore.paths import edge_cover_paths
-from ci.explore.picture import to_dot, to_svg
 from ci.explore.search import ExplorationCapError
 from ci.profiles import selected_profile
 from ci.replay.command import main as replay_main

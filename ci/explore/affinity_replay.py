@@ -37,6 +37,7 @@ from ci.cli import write_results
 from ci.explore.affinity_bounds import BOUNDS, PICTURE_BOUND, bound_named
 from ci.explore.affinity_coverage import run_machine
 from ci.explore.affinity_graph import Bound, Exploration, explore
+from ci.explore.affinity_picture import to_dot, to_svg
 from ci.explore.command import GRAPHS_DIR, artifact_dir, replay_table
 from ci.explore.coverage import measure
 from ci.explore.paths import (
@@ -44,7 +45,6 @@ from ci.explore.paths import (
     ReplayResult,
     edge_cover_paths,
 )
-from ci.explore.picture import to_dot, to_svg
 from ci.explore.shrink import Counterexample, print_counterexamples, shortest_in
 from ci.profiles import CANARY_SETTINGS
 from ci.replay.affinity import record
