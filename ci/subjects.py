@@ -118,9 +118,8 @@ class Explorer:
     """What `python -m ci.explore` needs for one subject.
 
     `bounds` are the declared bounds, smallest first; `explore` enumerates one
-    into an exploration; `counts_section` is the key of
-    `ci/explore/state_counts.json` under which the subject's pinned counts sit
-    (None: at the top level); `machines` are the coverage runners by machine
+    into an exploration (its pinned counts sit under the subject's name in
+    `ci/explore/state_counts.json`); `machines` are the coverage runners by machine
     name, the subject's own machine first; `coverage_bounds` are the bounds
     the gate measures by default; `commands` are the explorer commands beyond
     the default check, `--update-counts`, `--bench` and `--coverage` that the
@@ -135,7 +134,6 @@ class Explorer:
     explore: Callable[[], Callable[[Any], Any]]
     machines: Callable[[], Mapping[str, Runner]]
     coverage_bounds: tuple[str, ...]
-    counts_section: str | None = None
     commands: Callable[[], Mapping[str, ExploreCommand]] = _no_commands
     closes: bool = False
     shortest: Callable[[], Callable[[str], int | None]] | None = None
@@ -314,7 +312,6 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             explore=lazy("ci.explore.queue_graph", "explore"),
             machines=lazy("ci.explore.queue_coverage", "QUEUE_RUNNERS"),
             coverage_bounds=("pair",),
-            counts_section="queue",
             closes=True,
             shortest=lazy("ci.explore.queue_graph", "bfs_steps"),
         ),
@@ -367,7 +364,6 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             explore=lazy("ci.explore.scheduler_graph", "explore"),
             machines=lazy("ci.explore.scheduler_coverage", "SCHEDULER_RUNNERS"),
             coverage_bounds=("lanes",),
-            counts_section="scheduler",
             commands=lazy("ci.explore.scheduler_replay", "SCHEDULER_COMMANDS"),
             shortest=lazy("ci.explore.scheduler_replay", "bfs_steps"),
         ),

@@ -7,9 +7,8 @@ or `_graph.py`) are enumerated breadth-first by its `explore` into a
 (`ci.explore.search`). On every state and every edge each `always` property
 of the subject is checked; each `sometimes` goal must be reached unless the
 bound declares it out of reach, with a reason. Node, edge and depth counts are
-pinned in `ci/explore/state_counts.json` (under the entry's `counts_section`,
-or at the top level when it has none): a change is a reviewed diff
-(`--update-counts`).
+pinned in `ci/explore/state_counts.json` under the subject's name: a change is
+a reviewed diff (`--update-counts`).
 
 A pass means "no property violated within these bounds" -- the configurations,
 vocabularies and depths listed in the bounds -- never "verified".
@@ -117,26 +116,12 @@ def explore_bound(bound: BoundLike, subject: str | None = None) -> AnyExploratio
 # ---- pinned counts ---------------------------------------------------------
 
 
-def _sections() -> set[str]:
-    """The keys of the counts file that hold a subject's rows, not a bound's."""
-    return {
-        section
-        for found in subjects.explorable()
-        if (section := explorer(found.name).counts_section) is not None
-    }
-
-
 def read_counts(
     subject: str = DEFAULT_SUBJECT, path: Path = COUNTS_PATH
 ) -> dict[str, dict[str, int]]:
     """The pinned counts per bound of `subject` (a malformed file: `InputError`)."""
-    pinned = _read_pinned(path)
-    section = explorer(subject).counts_section
-    if section is not None:
-        rows: dict[str, dict[str, int]] = pinned.get(section, {})
-        return rows
-    sections = _sections()
-    return {name: row for name, row in pinned.items() if name not in sections}
+    rows: dict[str, dict[str, int]] = _read_pinned(path).get(subject, {})
+    return rows
 
 
 def write_counts(
@@ -145,25 +130,20 @@ def write_counts(
     """Pin the counts of `explorations`, keeping other bounds' rows."""
     pinned = _read_pinned(path) if path.exists() else {}
     for exploration in explorations:
-        section = explorer(exploration.subject).counts_section
-        rows = pinned if section is None else pinned.setdefault(section, {})
+        rows = pinned.setdefault(exploration.subject, {})
         rows[exploration.bound.name] = exploration.counts()
     write_results({path: json.dumps(pinned, indent=2, sort_keys=True) + "\n"})
 
 
 def _read_pinned(path: Path) -> dict[str, Any]:
-    """The counts file: bounds' rows of counts, some grouped under a subject."""
+    """The counts file: per subject, its bounds' rows of counts."""
     try:
         document = read_json(path, COUNTS_BYTES_MAX)
         top = expect_object(document, "", frozenset(), frozenset(_any_key(document)))
-        sections = _sections()
         for name, value in sorted(top.items()):
-            if name in sections:
-                rows = expect_object(value, name, frozenset(), _any_key(value))
-                for bound, row in sorted(rows.items()):
-                    _check_row(row, at(name, bound))
-            else:
-                _check_row(value, name)
+            rows = expect_object(value, name, frozenset(), _any_key(value))
+            for bound, row in sorted(rows.items()):
+                _check_row(row, at(name, bound))
     except InputError as error:
         raise error.in_file(str(path)) from None
     return top
