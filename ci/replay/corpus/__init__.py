@@ -13,6 +13,7 @@ against the model and the system under test. Two ways in:
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Final
@@ -66,11 +67,11 @@ def build() -> dict[Path, str]:
     return built
 
 
-def stale_files() -> list[Path]:
-    """Scenario files that are missing or differ from what their builder writes."""
+def stale_files(built: Mapping[Path, str] | None = None) -> list[Path]:
+    """Files of `built` (default: every builder's) missing or not as written."""
     return sorted(
         path
-        for path, text in build().items()
+        for path, text in (build() if built is None else built).items()
         if not path.exists() or path.read_text(encoding="utf-8") != text
     )
 
