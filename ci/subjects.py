@@ -1,9 +1,9 @@
 """The subject registry: one entry per component under test, which `ci/` iterates.
 
 A *subject* is a component the suite checks against its reference model (the
-affinity table, the policy queue, affinity replicas over a network, the public
-scheduler). Everything
-`ci/` needs to know about one lives in its `SubjectEntry`:
+affinity table, the policy queue, the public scheduler, affinity replicas over
+a network). Everything `ci/` needs to know about one lives in its
+`SubjectEntry`:
 
     name         the word properties, traces and statistics use for the subject
     harness      its `stateful.harness.Subject` class (how one step is judged)
@@ -20,21 +20,29 @@ scheduler). Everything
                  table of the subject's own (or None when it did not run)
     targets      the fuzz, soak and determinism targets that run its machine,
                  and which of them run by default (`Target.default`)
+    bench        its own rows of `python -m ci.bench` beyond the machine and
+                 corpus replay every subject gets (a function returning
+                 `ci.bench.figures.Figures`), or None
+    scenarios    the builder of its hand-written corpus traces (checks them
+                 on the model, returns each file's path and text), or None
+    production_rows  its rows of the "Production under test" table of
+                 docs/production.md (`ci.production.Row`s, in order), or None
+    crate_files  the crate files its tests reach (`CrateFile`): what the
+                 mutation benchmark mutates and which tests run per mutant
 
 Other modules ask the registry (`entry(name)`, `entries()`) and never compare
-a subject's name: a new subject is one `SubjectEntry` in `_BUILTIN` plus one
-module per column of the README's layout table (model, adapter, properties,
-harness subject and machine, trace kind, canaries), and no edit elsewhere in
-`ci/`. Every field that would import the subject's modules is a zero-argument
-callable, usually `lazy("module", "attribute")`, so that importing this module
-imports no subject (and never the native extension); tests may `register` an
-entry of their own for the duration of a `with registered(entry):` block.
+a subject's name. Every field that would import the subject's modules is a
+zero-argument callable, usually `lazy("module", "attribute")`, so that
+importing this module imports no subject (and never the native extension);
+tests may `register` an entry of their own for the duration of a
+`with registered(entry):` block.
 
 Adding a subject: the recipe "Add a subject" in docs/contributing.md, a
 worked example that `tests/test_contributing.py` runs. `tests/test_subjects.py`
 checks that an entry's names agree with its harness subject, machine, trace
 kind and the property registry, and `tests/test_canaries.py` runs every canary
-an entry names.
+an entry names; its dummy subject shows the gate, replay, canaries,
+benchmark and mutation plan taking an entry as it is.
 """
 
 from __future__ import annotations
@@ -43,14 +51,18 @@ import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 if TYPE_CHECKING:
     from rich.table import Table
 
     from stateful.harness import Subject
     from stateful.machine import DifferentialMachine
+
+
+_Field = TypeVar("_Field")
 
 
 def lazy(module: str, attribute: str | None = None) -> Callable[[], Any]:
@@ -95,9 +107,8 @@ class Explorer:
     """What `python -m ci.explore` needs for one subject.
 
     `bounds` are the declared bounds, smallest first; `explore` enumerates one
-    into an exploration; `counts_section` is the key of
-    `ci/explore/state_counts.json` under which the subject's pinned counts sit
-    (None: at the top level); `machines` are the coverage runners by machine
+    into an exploration (its pinned counts sit under the subject's name in
+    `ci/explore/state_counts.json`); `machines` are the coverage runners by machine
     name, the subject's own machine first; `coverage_bounds` are the bounds
     the gate measures by default; `commands` are the explorer commands beyond
     the default check, `--update-counts`, `--bench` and `--coverage` that the
@@ -112,13 +123,31 @@ class Explorer:
     explore: Callable[[], Callable[[Any], Any]]
     machines: Callable[[], Mapping[str, Runner]]
     coverage_bounds: tuple[str, ...]
-    counts_section: str | None = None
     commands: Callable[[], Mapping[str, ExploreCommand]] = _no_commands
     closes: bool = False
     shortest: Callable[[], Callable[[str], int | None]] | None = None
 
 
 GateTable = Callable[[list[dict[str, Any]]], "Table | None"]
+
+
+@dataclass(frozen=True)
+class CrateFile:
+    """A file of the crate that a subject's tests reach (`python -m ci.mutants`).
+
+    `path` is relative to the crate root; `tests` are the paths, globs or
+    `glob::test` node ids of our suite that a mutant of the file runs, the
+    strongest check first (`-x` stops there). The subject that owns the file
+    gives `prefix`, the one-letter id prefix of its mutants, and
+    `crate_filters`, the libtest filters of the crate's own tests that reach
+    it; another subject whose tests reach the file leaves both empty and adds
+    its tests after the owner's (`crate_files()`).
+    """
+
+    path: str
+    tests: tuple[str, ...]
+    prefix: str = ""
+    crate_filters: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -136,6 +165,10 @@ class SubjectEntry:
     explorer: Explorer | None = None
     gate_tables: tuple[Callable[[], GateTable], ...] = ()
     targets: tuple[Target, ...] = field(default=())
+    bench: Callable[[], Callable[[], Sequence[Any]]] | None = None
+    scenarios: Callable[[], Callable[[], dict[Path, str]]] | None = None
+    production_rows: Callable[[], tuple[Any, ...]] | None = None
+    crate_files: tuple[CrateFile, ...] = ()
 
     def harness_subject(self) -> type[Subject[Any, Any]]:
         """The harness's `Subject` class (imports the subject's stateful module)."""
@@ -177,6 +210,23 @@ _PROFILE_NODE: Final[str] = (
     "test_the_crate_agrees_with_the_model_and_every_goal_is_reached"
 )
 _CANARY_FILE: Final[str] = "ci/trust/canary_targets.py"
+_AFFINITY_RS: Final[str] = "src/services/selection/affinity.rs"
+_POLICY_QUEUE_RS: Final[str] = "src/scheduling/policy_queue.rs"
+_MANUAL_CLOCK_NODE: Final[str] = (
+    "stateful/test_affinity_machine.py::"
+    "test_the_crates_manual_clock_agrees_with_the_model"
+)
+_EDGE_REPLAY_NODE: Final[str] = (
+    "tests/test_explore.py::test_the_crate_agrees_on_every_edge_of_a_ci_bound"
+)
+_SCHEDULER_NODE: Final[str] = (
+    "stateful/test_scheduler_machine.py::"
+    "test_the_crate_scheduler_agrees_with_the_model_and_every_goal_is_reached"
+)
+# The corpus replays every affinity and queue trace against the crate.
+_CORPUS_REPLAY: Final[str] = (
+    "tests/test_corpus.py::test_a_corpus_trace_replays_without_divergence"
+)
 
 _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
     SubjectEntry(
@@ -186,14 +236,16 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         machine=lazy("stateful.affinity_machine", "AffinityMachine"),
         trace_kind=lazy("ci.replay.affinity", "KIND"),
         canaries=lazy("ci.canaries.affinity"),
+        production_rows=lazy("ci.production.affinity", "ROWS"),
+        scenarios=lazy("ci.replay.corpus.affinity_scenarios", "build"),
         rust_writer=lazy("ci.replay.rust.affinity"),
         explorer=Explorer(
-            bounds=lazy("ci.explore.bounds", "BOUNDS"),
-            explore=lazy("ci.explore.command", "explore"),
-            machines=lazy("ci.explore.command", "AFFINITY_RUNNERS"),
+            bounds=lazy("ci.explore.affinity_bounds", "BOUNDS"),
+            explore=lazy("ci.explore.affinity_graph", "explore"),
+            machines=lazy("ci.explore.affinity_coverage", "AFFINITY_RUNNERS"),
             coverage_bounds=("picture", "core"),
-            commands=lazy("ci.explore.command", "AFFINITY_COMMANDS"),
-            shortest=lazy("ci.bench.shrinking", "affinity_bfs_steps"),
+            commands=lazy("ci.explore.affinity_replay", "AFFINITY_COMMANDS"),
+            shortest=lazy("ci.explore.affinity_replay", "bfs_steps"),
         ),
         targets=(
             Target(
@@ -209,6 +261,30 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
                 canary=True,
             ),
         ),
+        crate_files=(
+            CrateFile(
+                _AFFINITY_RS,
+                (
+                    f"stateful/test_affinity_machine.py::{_PROFILE_NODE}",
+                    _MANUAL_CLOCK_NODE,
+                    "tests/test_affinity_*.py",
+                    "tests/test_group_key.py",  # crate against model where it has it
+                    "tests/test_production_under_test.py",
+                    _EDGE_REPLAY_NODE,
+                    "stateful/test_clock_variants.py",
+                    # Many callers reach versions, publications and the reaper.
+                    "stateful/test_concurrent_affinity.py",
+                    "tests/test_concurrency.py",
+                    _CORPUS_REPLAY,
+                ),
+                prefix="A",
+                crate_filters=(
+                    "services::selection::affinity::",
+                    "services::selection::core::",
+                    "services::common::replica_sync",
+                ),
+            ),
+        ),
     ),
     SubjectEntry(
         name="queue",
@@ -217,16 +293,18 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         machine=lazy("stateful.queue_machine", "QueueMachine"),
         trace_kind=lazy("ci.replay.queue", "KIND"),
         canaries=lazy("ci.canaries.queue"),
+        production_rows=lazy("ci.production.queue", "ROWS"),
+        scenarios=lazy("ci.replay.corpus.queue_scenarios", "build"),
         rust_writer=lazy("ci.replay.rust.queue"),
         explorer=Explorer(
             bounds=lazy("ci.explore.queue_graph", "QUEUE_BOUNDS"),
             explore=lazy("ci.explore.queue_graph", "explore"),
             machines=lazy("ci.explore.queue_coverage", "QUEUE_RUNNERS"),
             coverage_bounds=("pair",),
-            counts_section="queue",
             closes=True,
-            shortest=lazy("ci.bench.shrinking", "queue_bfs_steps"),
+            shortest=lazy("ci.explore.queue_graph", "bfs_steps"),
         ),
+        bench=lazy("ci.bench.queue", "fixed_program"),
         targets=(
             Target(
                 "queue",
@@ -247,6 +325,18 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
                 canary=True,
             ),
         ),
+        crate_files=(
+            CrateFile(
+                _POLICY_QUEUE_RS,
+                (
+                    f"stateful/test_queue_machine.py::{_PROFILE_NODE}",
+                    "tests/test_queue_*.py",
+                    _CORPUS_REPLAY,
+                ),
+                prefix="Q",
+                crate_filters=("scheduling::policy_queue::", "scheduling::queue::"),
+            ),
+        ),
     ),
     SubjectEntry(
         name="scheduler",
@@ -255,21 +345,21 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         machine=lazy("stateful.scheduler_machine", "SchedulerMachine"),
         trace_kind=lazy("ci.replay.scheduler", "KIND"),
         canaries=lazy("ci.canaries.scheduler"),
+        production_rows=lazy("ci.production.scheduler", "ROWS"),
+        scenarios=lazy("ci.replay.corpus.scheduler_scenarios", "build"),
         rust_writer=lazy("ci.replay.rust.scheduler"),
         explorer=Explorer(
             bounds=lazy("ci.explore.scheduler_graph", "SCHEDULER_BOUNDS"),
             explore=lazy("ci.explore.scheduler_graph", "explore"),
             machines=lazy("ci.explore.scheduler_coverage", "SCHEDULER_RUNNERS"),
             coverage_bounds=("lanes",),
-            counts_section="scheduler",
             commands=lazy("ci.explore.scheduler_replay", "SCHEDULER_COMMANDS"),
-            shortest=lazy("ci.bench.shrinking", "scheduler_bfs_steps"),
+            shortest=lazy("ci.explore.scheduler_replay", "bfs_steps"),
         ),
         targets=(
             Target(
                 "scheduler",
-                "stateful/test_scheduler_machine.py::"
-                "test_the_crate_scheduler_agrees_with_the_model_and_every_goal_is_reached",
+                _SCHEDULER_NODE,
                 "the public scheduler's machine against the crate",
             ),
             Target(
@@ -277,6 +367,22 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
                 "stateful/test_scheduler_machine.py::"
                 "test_the_scheduler_model_agrees_with_a_second_model",
                 "the public scheduler's machine, model against model (no extension)",
+            ),
+        ),
+        # The public scheduler drives the queue's crate-private recheck, due-time
+        # and cleanup paths (`recheck_worker`, `take_expired`, `take_if_in_class`);
+        # its callbacks test an availability answer that changes unannounced and
+        # due times past the due key's cap.
+        crate_files=(
+            CrateFile(
+                _POLICY_QUEUE_RS,
+                (
+                    _SCHEDULER_NODE,
+                    "tests/test_scheduler_corpus.py",
+                    "tests/test_scheduler_binding.py",
+                    "tests/test_scheduler_production.py",
+                    "tests/test_scheduler_callbacks.py",
+                ),
             ),
         ),
     ),
@@ -288,6 +394,8 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         trace_kind=lazy("ci.replay.replica", "KIND"),
         canaries=lazy("ci.canaries.replica"),
         gate_tables=(lazy("ci.gate_tables", "replica_network"),),
+        # Replicas reach versions and publications of the affinity table.
+        crate_files=(CrateFile(_AFFINITY_RS, ("tests/test_replica_network.py",)),),
     ),
 )
 
@@ -320,6 +428,54 @@ def explorable() -> tuple[SubjectEntry, ...]:
 def targets() -> tuple[Target, ...]:
     """Every subject's fuzz, soak and determinism targets, by subject name."""
     return tuple(target for found in entries() for target in found.targets)
+
+
+def crate_files() -> dict[str, CrateFile]:
+    """The mutated crate files, by path: each owner's, with every subject's tests.
+
+    Files come in subject order; a file's tests are its owner's, then those of
+    the other subjects that reach it, each once.
+    """
+    declared = [file for found in entries() for file in found.crate_files]
+    merged: dict[str, CrateFile] = {}
+    for owned in (file for file in declared if file.prefix):
+        tests = [
+            test
+            for file in (owned, *declared)
+            if file.path == owned.path
+            for test in file.tests
+        ]
+        merged[owned.path] = CrateFile(
+            owned.path, tuple(dict.fromkeys(tests)), owned.prefix, owned.crate_filters
+        )
+    return merged
+
+
+class CrateFileView(Mapping[str, _Field]):
+    """One field of each `crate_files()` entry, by path, read afresh on every use.
+
+    A module-level table of the mutation benchmark (which file, which tests)
+    is such a view, so a subject registered later is in it too.
+    """
+
+    def __init__(self, field_of: Callable[[CrateFile], _Field]) -> None:
+        """The view of `field_of(file)` per mutated file."""
+        self._field_of = field_of
+
+    def _now(self) -> dict[str, _Field]:
+        return {path: self._field_of(file) for path, file in crate_files().items()}
+
+    def __getitem__(self, path: str) -> _Field:
+        """The field of the file at `path`."""
+        return self._now()[path]
+
+    def __iter__(self) -> Iterator[str]:
+        """The mutated files' paths, in subject order."""
+        return iter(self._now())
+
+    def __len__(self) -> int:
+        """How many files are mutated."""
+        return len(self._now())
 
 
 def register(new: SubjectEntry) -> None:

@@ -15,7 +15,7 @@ from hypothesis import settings
 from hypothesis.stateful import run_state_machine_as_test
 
 from ci.canaries.affinity import CANARIES
-from ci.explore.coverage import RULE_OP_TYPES
+from ci.explore.affinity_coverage import RULE_OP_TYPES
 from ci.profiles import CANARY_SETTINGS
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,

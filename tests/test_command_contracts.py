@@ -105,6 +105,8 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.bench.affinity", ("--workers", "0"), "must be at least 1: 0"),
     ("ci.bench.queue", ("extra",), "unrecognized arguments: extra"),
     ("ci.bench.scheduler", ("extra",), "unrecognized arguments: extra"),
+    ("ci.bench", ("nosuch",), "argument subject: invalid choice: 'nosuch'"),
+    ("ci.bench", ("queue", "--examples", "0"), "must be at least 1: 0"),
     ("ci.production", ("--markdown",), "unrecognized arguments: --markdown"),
     ("properties", ("extra",), "unrecognized arguments: extra"),
     ("ci.build_local", ("--bogus",), "unrecognized arguments: --bogus"),

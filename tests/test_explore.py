@@ -15,29 +15,27 @@ from rich.console import Console
 
 import ci.explore.command as explore_cli
 from ci.canaries.affinity import MODEL_CANARIES
-from ci.explore.command import BOUNDS, CI_BOUNDS, bound_named, read_counts
-from ci.explore.coverage import (
-    RULE_OP_TYPES,
-    MachineRun,
-    MachineStep,
-    measure,
-    run_restricted_machine,
-)
-from ci.explore.graph import (
+from ci.explore import affinity_graph, affinity_replay
+from ci.explore.affinity_bounds import BOUNDS, CI_BOUNDS, bound_named
+from ci.explore.affinity_coverage import RULE_OP_TYPES, run_restricted_machine
+from ci.explore.affinity_graph import (
     Exploration,
     bound_ops,
     clock_instants,
     explore,
     op_sort_key,
 )
-from ci.explore.paths import edge_cover_paths, replay_paths
-from ci.explore.picture import to_dot, to_svg
-from ci.explore.search import ExplorationCapError
-from ci.explore.shrink import (
+from ci.explore.affinity_picture import to_dot, to_svg
+from ci.explore.affinity_replay import (
     hypothesis_shrunk_steps,
+    replay_paths,
     shortest_counterexample,
     write_trace,
 )
+from ci.explore.command import read_counts
+from ci.explore.coverage import MachineRun, MachineStep, measure
+from ci.explore.paths import edge_cover_paths
+from ci.explore.search import ExplorationCapError
 from ci.profiles import selected_profile
 from ci.replay.command import main as replay_main
 from ci.replay.trace import load
@@ -315,7 +313,7 @@ def test_the_crate_agrees_on_every_edge_of_a_nightly_bound(name: str) -> None:
     """Replaying a larger bound's edge-covering paths finds no disagreement."""
     _nightly_only()
 
-    result = explore_cli.replay_bound(bound_named(name))
+    result = affinity_replay.replay_bound(bound_named(name))
 
     assert () == result.failures
 
@@ -428,7 +426,7 @@ def test_coverage_counts_exactly_the_states_and_edges_a_run_took() -> None:
         outcome_of(model, op)
         model.drain_published()
         steps.append(MachineStep(rule, before, op, model.state()))
-    run = MachineRun(profile="synthetic", programs=1, steps=tuple(steps))
+    run = MachineRun("synthetic", 1, tuple(steps), "affinity", RULE_OP_TYPES)
 
     coverage = measure(exploration, run)
 
@@ -508,7 +506,7 @@ def test_the_committed_picture_matches_a_regeneration() -> None:
     _nightly_only()
     graphs = Path(explore_cli.GRAPHS_DIR)
 
-    dot, svg = explore_cli.picture()
+    dot, svg = affinity_replay.picture()
 
     assert (graphs / "picture.dot").read_text() == dot
     assert (graphs / "picture.svg").read_text() == svg
@@ -535,7 +533,7 @@ def test_the_command_fails_when_a_property_is_violated(
 ) -> None:
     """Exploring a broken model makes the command fail."""
     broken = MODEL_CANARIES["leaky_release_model"]
-    monkeypatch.setattr(explore_cli, "explore", lambda bound: explore(bound, broken))
+    monkeypatch.setattr(affinity_graph, "explore", lambda bound: explore(bound, broken))
 
     assert 1 == explore_cli.main(["--bound", "picture"])
 

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 
 import ci.explore.command as explore_cli
+from ci import subjects
 from ci.canaries.queue import CANARIES as QUEUE_CANARIES
-from ci.explore.command import BOUNDS, read_counts
+from ci.explore.affinity_bounds import BOUNDS
+from ci.explore.command import read_counts
 from ci.explore.coverage import (
     MachineRun,
     MachineStep,
@@ -126,11 +128,12 @@ def test_a_nightly_queue_bound_has_its_counts_and_is_closed_and_clean(
     assert ([], []) == exploration.goal_mismatch()
 
 
-def test_the_queue_counts_have_their_own_section_beside_the_affinity_rows() -> None:
-    """The pinned file keeps affinity rows at its top level and queue rows apart."""
+def test_every_explorable_subject_has_its_own_section_of_counts() -> None:
+    """The pinned file keeps each subject's rows under its name, the queue's too."""
     raw = json.loads(explore_cli.COUNTS_PATH.read_text())
 
-    assert sorted([*(b.name for b in BOUNDS), "queue", "scheduler"]) == sorted(raw)
+    assert [s.name for s in subjects.explorable()] == sorted(raw)
+    assert sorted(b.name for b in BOUNDS) == sorted(raw["affinity"])
     assert sorted(b.name for b in QUEUE_BOUNDS) == sorted(read_counts("queue"))
     assert raw["queue"] == read_counts("queue")
 
@@ -138,7 +141,9 @@ def test_the_queue_counts_have_their_own_section_beside_the_affinity_rows() -> N
 def test_writing_queue_counts_keeps_every_affinity_row(tmp_path: Path) -> None:
     """`write_counts` rewrites the queue section and leaves the affinity rows."""
     path = tmp_path / "state_counts.json"
-    path.write_text(json.dumps({"core": {"states": 1}, "queue": {"old": {}}}))
+    path.write_text(
+        json.dumps({"affinity": {"core": {"states": 1}}, "queue": {"old": {}}})
+    )
 
     explore_cli.write_counts([_explored_queue("pair")], path)
 

@@ -32,7 +32,7 @@ def _blocked_lane() -> NativeScheduler:
 
 def test_every_scheduler_row_is_declared() -> None:
     """The table holds the seven scheduler rows these tests check."""
-    keys = {row.key for row in production.ROWS if row.key.startswith("scheduler_")}
+    keys = {row.key for row in production.rows() if row.key.startswith("scheduler_")}
 
     assert {
         "scheduler_availability",

@@ -4,8 +4,9 @@ The built-in entries must agree with the harness subjects, machines, trace
 kinds and the property registry they name. A small dummy subject -- a counter,
 model against model -- is then registered from this file alone and run
 through the gate's statistics and tables, trace recording and replay
-(`python -m ci.replay`), the canary check and the explorer's and Rust
-exporter's refusals, with no edit anywhere in `ci/`.
+(`python -m ci.replay`), the canary check, the benchmark (`python -m
+ci.bench`), the mutation plan and the explorer's and Rust exporter's
+refusals, with no edit anywhere in `ci/`.
 """
 
 from __future__ import annotations
@@ -25,8 +26,12 @@ from rich.console import Console
 from rich.table import Table
 
 from ci import gate, subjects
+from ci.bench import command as bench_cli
+from ci.bench.figures import Figures, timed
 from ci.canaries.check import CanarySurvivedError, first_failed_check
 from ci.explore import command as explore_cli
+from ci.mutants import plan
+from ci.mutants.operators import TARGET_FILES
 from ci.replay import command as replay_cli
 from ci.replay.codec import OpCodec, codec_for, dataclass_codec
 from ci.replay.rust.emit import Capabilities, ExportError, export
@@ -268,6 +273,22 @@ def counter_table(records: list[dict[str, Any]]) -> Table | None:
     return table
 
 
+def counter_rows() -> tuple[Figures]:
+    """The counter's own benchmark row: a thousand additions on the model."""
+
+    def run() -> int:
+        model = Counter(0)
+        for amount in range(1_000):
+            model.add(amount)
+        return 1_000
+
+    return (timed("a thousand additions", run),)
+
+
+COUNTER_RS = "src/counter.rs"
+"""The counter's file in a crate that has one: what the mutation plan mutates."""
+ROOT = Path(__file__).resolve().parents[1]
+
 COUNTER = subjects.SubjectEntry(
     name="counter",
     description="a running total (a dummy subject: model against model)",
@@ -276,6 +297,12 @@ COUNTER = subjects.SubjectEntry(
     trace_kind=lambda: KIND,
     canaries=lambda: sys.modules[__name__],
     gate_tables=(lambda: counter_table,),
+    bench=lambda: counter_rows,
+    crate_files=(
+        subjects.CrateFile(
+            COUNTER_RS, ("tests/test_subjects.py",), "C", ("counter::",)
+        ),
+    ),
 )
 
 
@@ -298,6 +325,7 @@ def test_without_the_registration_there_is_no_counter() -> None:
     """Outside the fixture the registry knows only the built-in subjects."""
     assert "counter" not in subjects.names()
     assert {"affinity", "queue", "replica"} <= set(subjects.names())
+    assert COUNTER_RS not in TARGET_FILES
 
 
 def test_the_counter_machine_feeds_the_gate_statistics_and_tables(
@@ -370,3 +398,43 @@ def test_the_counter_is_refused_where_its_entry_declares_nothing(
     with pytest.raises(ExportError, match="counter traces have no Rust export"):
         export(trace, "one", lambda: Capabilities("0", manual_clock=False))
     assert 2 == explore_cli.main(["--subject", "counter"])
+
+
+@pytest.mark.usefixtures("counter")
+def test_the_mutation_plan_mutates_the_counters_file_and_runs_its_tests(
+    tmp_path: Path,
+) -> None:
+    """The entry's crate file gets mutants, our tests for it and crate filters."""
+    config = plan.Config(
+        pytest_options=("-x",),
+        pytest_paths=(),
+        pytest_timeout_s=None,
+        crate_timeout_s=1.0,
+        shard=(1, 1),
+        ids=(),
+        work_dir=tmp_path,
+        out_root=tmp_path,
+    )
+
+    command = plan.pytest_command(config, COUNTER_RS, ROOT, ())
+    theirs = plan.crate_command(plan.CRATE_TEST_FILTERS[COUNTER_RS])
+
+    assert "C" == TARGET_FILES[COUNTER_RS]
+    assert "tests/test_subjects.py" == command[-1]
+    assert ["--", "counter::"] == theirs[-2:]
+    assert ("tests/test_subjects.py",) == plan.PYTEST_PATHS_BY_FILE[COUNTER_RS]
+
+
+def test_the_bench_measures_the_counter_machine_and_its_own_rows(
+    counter: subjects.SubjectEntry, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`python -m ci.bench counter` runs the machine both ways, then its rows."""
+    status = bench_cli.main([counter.name, "--examples", "5"])
+
+    out = capsys.readouterr().out
+    assert 0 == status
+    assert "counter: 5 programs" in out
+    assert "machine, model vs crate" in out
+    assert "machine, model vs model" in out
+    assert "a thousand additions" in out
+    assert "differential / model-only, CPU per step:" in out

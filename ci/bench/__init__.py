@@ -1,1 +1,1 @@
-"""Benchmarks: figures, never pass/fail (`python -m ci.bench.affinity`, ...)."""
+"""Benchmarks: figures, never pass/fail (`python -m ci.bench SUBJECT`, ...)."""

@@ -1,34 +1,25 @@
-"""Benchmark the policy-queue machine: differential vs model-only steps/s.
+"""The policy queue's own benchmark rows, and `python -m ci.bench.queue`.
 
-`python -m ci.bench.queue` runs the queue machine under the
-loaded Hypothesis profile twice -- the model against the crate, then the model
-against a second model -- and prints steps per second for each, plus the
-machine's own cost without Hypothesis: one fixed operation program replayed
-on the model alone and on model plus crate. Every figure has its CPU time
-beside its wall time (`ci.bench.figures`): this is a report, not a test.
+`python -m ci.bench.queue` is `python -m ci.bench queue`: the queue machine
+and corpus (see there), plus the queue's entry's rows (`fixed_program`): the
+machine's own cost without Hypothesis, one fixed operation program replayed
+on model plus crate and on the model alone.
 """
 
 from __future__ import annotations
 
 import math
 import random
-import sys
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from ci.bench.figures import Figures, machine_figures, print_table, ratio, timed
-from ci.cli import OneLineParser, UsageError
+from ci.bench.command import subject_main
+from ci.bench.figures import Figures, timed
 from model.queue.api import call as apply_op
 from model.queue.api import observe
 from model.queue.ops import Enqueue, PopNext, Retain
 from model.queue.table import ModelPolicyQueue
 from model.queue.types import ClassConfig, Dispatch, Worker
-from stateful.queue_machine import QueueMachine
-from stateful.queue_subject import (
-    model_factory,
-    native_factory,
-    profile_yaml,
-)
+from stateful.queue_subject import profile_yaml
 
 if TYPE_CHECKING:
     from model.queue.api import PolicyQueueApi
@@ -97,30 +88,16 @@ def _replay_figures(workload: str, ops: list[QueueOp], *, native: bool) -> Figur
     return timed(workload, run)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print steps/s for each configuration (the command takes no arguments)."""
-    try:
-        OneLineParser(prog="python -m ci.bench.queue").parse_args(argv)
-    except UsageError as error:
-        print(f"ci.bench.queue: error: {error}", file=sys.stderr)
-        return 2
-    import ci.profiles  # noqa: F401, PLC0415 - loads the selected Hypothesis profile
-
+def fixed_program() -> tuple[Figures, Figures]:
+    """The queue's own rows: one fixed program on model plus crate, then alone."""
     ops = _program(seed=0)
-    crate = machine_figures("machine, model vs crate", QueueMachine, native_factory)
-    model = machine_figures("machine, model vs model", QueueMachine, model_factory)
-    print_table(
-        "policy queue",
-        (
-            crate,
-            model,
-            _replay_figures("fixed program, model vs crate", ops, native=True),
-            _replay_figures("fixed program, model only", ops, native=False),
-        ),
+    return (
+        _replay_figures("fixed program, model vs crate", ops, native=True),
+        _replay_figures("fixed program, model only", ops, native=False),
     )
-    print(f"differential / model-only, CPU per step: {ratio(crate, model):.2f}")
-    return 0
 
+
+main = subject_main("queue")
 
 if __name__ == "__main__":
     from ci.cli import run_command

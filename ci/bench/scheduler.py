@@ -1,37 +1,8 @@
-"""Benchmark the scheduler machine: differential vs model-only steps/s.
+"""`python -m ci.bench.scheduler`: `python -m ci.bench scheduler` (see there)."""
 
-`python -m ci.bench.scheduler` runs the scheduler machine under the loaded
-Hypothesis profile twice -- the model against the crate's `LocalScheduler`,
-then against a second model -- and prints steps per wall and per CPU second
-(`ci.bench.figures`) and the differential overhead. A report, not a test.
-"""
+from ci.bench.command import subject_main
 
-from __future__ import annotations
-
-import sys
-from collections.abc import Sequence
-
-from ci.bench.figures import machine_figures, print_table, ratio
-from ci.cli import OneLineParser, UsageError
-from stateful.scheduler_machine import SchedulerMachine
-from stateful.scheduler_subject import model_factory, native_factory
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Print steps/s for each configuration (the command takes no arguments)."""
-    try:
-        OneLineParser(prog="python -m ci.bench.scheduler").parse_args(argv)
-    except UsageError as error:
-        print(f"ci.bench.scheduler: error: {error}", file=sys.stderr)
-        return 2
-    import ci.profiles  # noqa: F401, PLC0415 - loads the selected Hypothesis profile
-
-    crate = machine_figures("machine, model vs crate", SchedulerMachine, native_factory)
-    model = machine_figures("machine, model vs model", SchedulerMachine, model_factory)
-    print_table("scheduler", (crate, model))
-    print(f"differential / model-only, CPU per step: {ratio(crate, model):.2f}")
-    return 0
-
+main = subject_main("scheduler")
 
 if __name__ == "__main__":
     from ci.cli import run_command

@@ -8,8 +8,8 @@ reports (its final replay, recorded as a trace; a scenario rule applies
 several operations), the CPU and wall seconds from the first example to the
 report (generation and shrinking), the explorer's BFS-shortest
 counterexample where the subject's explorer can run the canary as its model
-and the canary violates a property (`ci.explore.shrink`,
-`ci.explore.scheduler_replay`, `ci.explore.queue_graph`), and the 1-minimal
+and the canary violates a property (the entry's `Explorer.shortest`), and
+the 1-minimal
 length step deletion reaches (`ci.replay.minimize`). The target of
 `tests/test_shrinking.py`: at most 2 x BFS + 2 operations, the 1-minimal
 length standing in where there is no BFS. A report, not a test: it reads
@@ -22,8 +22,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import dataclass
 
 from hypothesis.stateful import run_state_machine_as_test
 from rich.console import Console
@@ -97,59 +96,6 @@ def bfs_steps(subject: str, canary: str) -> int | None:
         return None
     found: int | None = explorer.shortest()(canary)
     return found
-
-
-def affinity_bfs_steps(canary: str) -> int | None:
-    """The affinity explorer's shortest counterexample for a model canary."""
-    from ci.canaries.affinity import MODEL_CANARIES  # noqa: PLC0415
-    from ci.explore.bounds import BOUNDS  # noqa: PLC0415
-    from ci.explore.shrink import shortest_counterexample  # noqa: PLC0415
-
-    if canary not in MODEL_CANARIES:
-        return None
-    found = shortest_counterexample(canary, MODEL_CANARIES[canary], BOUNDS)
-    return None if found is None else len(found.ops)
-
-
-def scheduler_bfs_steps(canary: str) -> int | None:
-    """The scheduler explorer's shortest counterexample for a canary."""
-    from ci.explore.scheduler_graph import SCHEDULER_BOUNDS  # noqa: PLC0415
-    from ci.explore.scheduler_replay import (  # noqa: PLC0415
-        shortest_scheduler_counterexample,
-    )
-
-    example = shortest_scheduler_counterexample(canary, SCHEDULER_BOUNDS)
-    return None if example is None else len(example.ops)
-
-
-@dataclass(frozen=True)
-class _Configs:
-    """What a queue canary's factory reads of a profile: its classes."""
-
-    configs: tuple[Any, ...]
-
-
-def queue_bfs_steps(canary: str) -> int | None:
-    """The queue explorer's shortest violation for a canary that is a model."""
-    from ci.canaries.queue import CANARIES, NATIVE_CANARIES  # noqa: PLC0415
-    from ci.explore.queue_graph import QUEUE_BOUNDS, explore  # noqa: PLC0415
-    from ci.explore.shrink import shortest_violation  # noqa: PLC0415
-    from model.queue.table import ModelPolicyQueue  # noqa: PLC0415
-
-    if canary in NATIVE_CANARIES:
-        return None
-
-    def model(configs: tuple[Any, ...]) -> ModelPolicyQueue:
-        built = CANARIES[canary](_Configs(configs))  # type: ignore[arg-type]
-        assert isinstance(built, ModelPolicyQueue), f"{canary} is not a model"
-        return built
-
-    def find(bound: Any, depth_max: int) -> Any:
-        shallower = replace(bound, depth_max=depth_max)
-        return explore(shallower, model, stop_at_first_violation=True)
-
-    best = shortest_violation(QUEUE_BOUNDS, find)
-    return None if best is None else len(best[1].path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,19 +1,14 @@
 """Exhaustive bounded exploration of the reference models (`python -m ci.explore`).
 
 Every subject whose entry in the subject registry (`ci.subjects`) declares an
-`Explorer` is explored: the affinity table (`--subject affinity`, the default;
-its bounds are `BOUNDS` in `ci/explore/bounds.py`, its states
-`ci/explore/graph.py`), the policy queue (`--subject queue`; bounds
-`QUEUE_BOUNDS` and canonical states in `ci/explore/queue_graph.py`) and the
-public scheduler (`--subject scheduler`; bounds `SCHEDULER_BOUNDS` and states
-in `ci/explore/scheduler_graph.py`). Each declared bound is enumerated
-breadth-first into a `networkx.MultiDiGraph` whose edges are labelled by
-operation and outcome. On every state and every edge each `always` property
+`Explorer` is explored: its declared bounds (`ci/explore/<subject>_bounds.py`
+or `_graph.py`) are enumerated breadth-first by its `explore` into a
+`networkx.MultiDiGraph` whose edges are labelled by operation and outcome
+(`ci.explore.search`). On every state and every edge each `always` property
 of the subject is checked; each `sometimes` goal must be reached unless the
 bound declares it out of reach, with a reason. Node, edge and depth counts are
-pinned in `ci/explore/state_counts.json` (affinity bounds at the top level, the
-queue's and the scheduler's under their own keys: the entry's
-`counts_section`): a change is a reviewed diff (`--update-counts`).
+pinned in `ci/explore/state_counts.json` under the subject's name: a change is
+a reviewed diff (`--update-counts`).
 
 A pass means "no property violated within these bounds" -- the configurations,
 vocabularies and depths listed in the bounds -- never "verified".
@@ -32,12 +27,12 @@ arguments):
     python -m ci.explore --picture     regenerate ci/explore/graphs/picture.{dot,svg}
 
 `--subject NAME` picks the subject (default affinity); every subject offers
-the default check, `--update-counts`, `--bench` and `--coverage`, and the
-commands its `Explorer.commands` names (affinity: `--replay`,
-`--counterexamples`, `--picture`; the scheduler: `--replay` and
-`--counterexamples`, both through scheduler traces
-(`ci/explore/scheduler_replay.py`); the queue's graph relabels payloads, so
-its paths are not replayed verbatim, and it has no model canaries or picture).
+the default check, `--update-counts`, `--bench` and `--coverage` (through
+the coverage runners its `Explorer.machines` names), and the commands its
+`Explorer.commands` names (`ci/explore/<subject>_replay.py`: affinity's
+`--replay`, `--counterexamples` and `--picture`, the scheduler's `--replay`
+and `--counterexamples`; the queue's graph relabels payloads, so its paths
+are not replayed verbatim, and it has no model canaries or picture).
 `--bound NAME` (repeatable) restricts any command to some of the subject's
 bounds; `--profile NAME` picks the Hypothesis profile
 for `--coverage` (default: the selected one, `ci` unless told).
@@ -58,7 +53,6 @@ from rich.console import Console
 from rich.table import Table
 
 from ci import subjects
-from ci.canaries.affinity import MODEL_CANARIES
 from ci.cli import (
     OneLineParser,
     UsageError,
@@ -68,58 +62,14 @@ from ci.cli import (
     write_failed,
     write_results,
 )
-from ci.explore.bounds import BOUNDS, CI_BOUNDS, PICTURE_BOUND, bound_named
-from ci.explore.coverage import (
-    Coverage,
-    MachineRun,
-    measure,
-    run_machine,
-    run_restricted_machine,
-)
-from ci.explore.graph import Bound, Exploration, Violation, explore
-from ci.explore.paths import (
-    ReplayFailure,
-    ReplayResult,
-    edge_cover_paths,
-    replay_paths,
-)
-from ci.explore.picture import to_dot, to_svg
-from ci.explore.queue_graph import (
-    CI_QUEUE_BOUNDS,
-    QUEUE_BOUNDS,
-    QueueBound,
-    queue_bound_named,
-)
-from ci.explore.search import AnyExploration, BoundLike, ExplorationCapError
-from ci.explore.shrink import (
-    Counterexample,
-    ShrinkQuality,
-    replay_command,
-    shortest_counterexample,
-    shrink_quality,
-    write_trace,
-)
+from ci.explore.coverage import Coverage, measure
+from ci.explore.paths import ReplayFailure, ReplayResult
+from ci.explore.search import AnyExploration, BoundLike
 from ci.inputs import InputError, at, expect_int, expect_object, read_json
 from ci.profiles import PROFILE_NAMES, selected_profile
 from properties import properties
 
-__all__ = [
-    "BOUNDS",
-    "CI_BOUNDS",
-    "CI_QUEUE_BOUNDS",
-    "COUNTS_PATH",
-    "QUEUE_BOUNDS",
-    "Bound",
-    "Exploration",
-    "ExplorationCapError",
-    "QueueBound",
-    "Violation",
-    "bound_named",
-    "coverage_summary",
-    "explore",
-    "main",
-    "queue_bound_named",
-]
+__all__ = ["COUNTS_PATH", "coverage_summary", "main"]
 
 DEFAULT_SUBJECT = "affinity"
 """The subject explored when `--subject` is not given."""
@@ -166,26 +116,12 @@ def explore_bound(bound: BoundLike, subject: str | None = None) -> AnyExploratio
 # ---- pinned counts ---------------------------------------------------------
 
 
-def _sections() -> set[str]:
-    """The keys of the counts file that hold a subject's rows, not a bound's."""
-    return {
-        section
-        for found in subjects.explorable()
-        if (section := explorer(found.name).counts_section) is not None
-    }
-
-
 def read_counts(
     subject: str = DEFAULT_SUBJECT, path: Path = COUNTS_PATH
 ) -> dict[str, dict[str, int]]:
     """The pinned counts per bound of `subject` (a malformed file: `InputError`)."""
-    pinned = _read_pinned(path)
-    section = explorer(subject).counts_section
-    if section is not None:
-        rows: dict[str, dict[str, int]] = pinned.get(section, {})
-        return rows
-    sections = _sections()
-    return {name: row for name, row in pinned.items() if name not in sections}
+    rows: dict[str, dict[str, int]] = _read_pinned(path).get(subject, {})
+    return rows
 
 
 def write_counts(
@@ -194,25 +130,20 @@ def write_counts(
     """Pin the counts of `explorations`, keeping other bounds' rows."""
     pinned = _read_pinned(path) if path.exists() else {}
     for exploration in explorations:
-        section = explorer(exploration.subject).counts_section
-        rows = pinned if section is None else pinned.setdefault(section, {})
+        rows = pinned.setdefault(exploration.subject, {})
         rows[exploration.bound.name] = exploration.counts()
     write_results({path: json.dumps(pinned, indent=2, sort_keys=True) + "\n"})
 
 
 def _read_pinned(path: Path) -> dict[str, Any]:
-    """The counts file: bounds' rows of counts, some grouped under a subject."""
+    """The counts file: per subject, its bounds' rows of counts."""
     try:
         document = read_json(path, COUNTS_BYTES_MAX)
         top = expect_object(document, "", frozenset(), frozenset(_any_key(document)))
-        sections = _sections()
         for name, value in sorted(top.items()):
-            if name in sections:
-                rows = expect_object(value, name, frozenset(), _any_key(value))
-                for bound, row in sorted(rows.items()):
-                    _check_row(row, at(name, bound))
-            else:
-                _check_row(value, name)
+            rows = expect_object(value, name, frozenset(), _any_key(value))
+            for bound, row in sorted(rows.items()):
+                _check_row(row, at(name, bound))
     except InputError as error:
         raise error.in_file(str(path)) from None
     return top
@@ -373,14 +304,6 @@ def _bench(subject: str, bounds: Sequence[BoundLike], console: Console) -> int:
 # ---- replay against the crate ------------------------------------------------
 
 
-def replay_bound(bound: Bound) -> ReplayResult:
-    """Cover every edge of `bound` with root paths and replay them on the crate."""
-    from impl.adapter import NativeAffinity  # noqa: PLC0415 - only when replaying
-
-    exploration = explore(bound)
-    return replay_paths(exploration, edge_cover_paths(exploration), NativeAffinity)
-
-
 def replay_table(
     title: str,
     results: Iterable[tuple[str, ReplayResult]],
@@ -411,62 +334,6 @@ def replay_table(
     return 1 if failed else 0
 
 
-def _replay(bounds: Sequence[Bound], console: Console) -> int:
-    return replay_table(
-        "Edge-covering replay: model vs dynamo-kv-router",
-        ((bound.name, replay_bound(bound)) for bound in bounds),
-        console,
-        lambda _name, _number, failure: f"  path: {list(failure.path)}",
-    )
-
-
-# ---- counterexamples and shrink quality ------------------------------------------
-
-
-def counterexamples(bounds: Sequence[Bound]) -> dict[str, Counterexample | None]:
-    """The shortest counterexample of each model canary over `bounds`."""
-    return {
-        name: shortest_counterexample(name, model_type, bounds)
-        for name, model_type in sorted(MODEL_CANARIES.items())
-    }
-
-
-def shrink_report(bounds: Sequence[Bound]) -> list[ShrinkQuality]:
-    """Hypothesis' shrunk length over the BFS-shortest length, per model canary."""
-    return [
-        shrink_quality(name, model_type, bounds)
-        for name, model_type in sorted(MODEL_CANARIES.items())
-    ]
-
-
-def _counterexamples(bounds: Sequence[Bound], out: Path, console: Console) -> int:
-    failed = False
-    table = Table(title="Shortest counterexamples and Hypothesis' shrinking")
-    for column in ("canary", "bound", "property", "BFS", "Hypothesis", "ratio"):
-        table.add_column(column, justify="left" if column != "ratio" else "right")
-    for name, example in counterexamples(bounds).items():
-        if example is None:
-            failed = True
-            console.print(f"[red]{name}: survived every bound[/red]")
-            continue
-        path = write_trace(out / name / "trace.json", example)
-        console.print(f"{name}: {len(example.ops)} steps, violates {example.prop}")
-        for op in example.ops:
-            console.print(f"    {op}")
-        console.print(f"  replay: {replay_command(path.parent, example)}")
-    for quality in shrink_report(bounds):
-        table.add_row(
-            quality.canary,
-            quality.bound,
-            quality.prop,
-            str(quality.bfs_steps),
-            str(quality.hypothesis_steps),
-            f"{quality.ratio:.2f}",
-        )
-    console.print(table)
-    return 1 if failed else 0
-
-
 def artifact_dir() -> Path:
     """`ci/artifacts/explore/<utc-stamp>/`, with `latest` pointing at it."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
@@ -480,20 +347,6 @@ def artifact_dir() -> Path:
 
 
 # ---- coverage ---------------------------------------------------------------
-
-
-_Runner = Callable[[Any, str], MachineRun[Any, Any]]
-
-
-def _run_affinity_machine(bound: Bound, profile: str) -> MachineRun[Any, Any]:
-    return run_machine(bound.config, profile)
-
-
-AFFINITY_RUNNERS: dict[str, _Runner] = {
-    "affinity": _run_affinity_machine,
-    "restricted": run_restricted_machine,
-}
-"""`affinity`: the suite's machine, config pinned; `restricted`: the bound's ops."""
 
 
 def subject_machines(subject: str) -> tuple[str, ...]:
@@ -530,13 +383,11 @@ def coverage_summary(
     """Plain data for the gate: per bound and machine, what was covered of what.
 
     Each row holds `subject`, `states`, `edges` and per-rule `{covered, total,
-    percent}` with exact totals from the bound's graph. For affinity,
-    `affinity` runs the suite's machine (model against model, configuration
-    pinned to the bound's); for the queue, `queue` runs the suite's queue
-    machine with the bound's profile; `restricted` runs one rule per operation
-    type of the bound, inside it. `bounds` default to the explorer's
-    `coverage_bounds`, `machines` to all of the subject's, `profile` to the
-    selected Hypothesis profile.
+    percent}` with exact totals from the bound's graph. The machine named for
+    the subject runs the suite's machine (model against model, pinned to the
+    bound); `restricted` runs one rule per operation type of the bound, inside
+    it. `bounds` default to the explorer's `coverage_bounds`, `machines` to
+    all of the subject's, `profile` to the selected Hypothesis profile.
     """
     default = explorer(subject).coverage_bounds
     declared = {bound.name: bound for bound in subject_bounds(subject)}
@@ -579,38 +430,6 @@ def _coverage(
     return 0
 
 
-# ---- picture ---------------------------------------------------------------
-
-
-def picture(profile: str = "ci") -> tuple[str, str]:
-    """DOT and SVG of the picture bound, edges marked covered by Hypothesis."""
-    bound = bound_named(PICTURE_BOUND)
-    exploration = explore(bound)
-    covered = measure(exploration, run_machine(bound.config, profile))
-    note = (
-        f"bound {bound.name}: {exploration.graph.number_of_nodes()} states, "
-        f"{exploration.graph.number_of_edges()} edges, depth {exploration.depth}; "
-        f"Hypothesis ({profile} profile) took {covered.edges.covered} edges "
-        f"and visited {covered.states.covered} states"
-    )
-    return (
-        to_dot(exploration, covered.covered_edges, note),
-        to_svg(exploration, covered.covered_edges, note),
-    )
-
-
-def _picture(console: Console) -> int:
-    dot, svg = picture()
-    files = {
-        GRAPHS_DIR / f"{PICTURE_BOUND}.{suffix}": text
-        for suffix, text in (("dot", dot), ("svg", svg))
-    }
-    write_results(files)
-    for path in files:
-        console.print(f"wrote {path}")
-    return 0
-
-
 # ---- command line ------------------------------------------------------------
 
 
@@ -624,35 +443,6 @@ COMMANDS = (
 )
 OPTIONAL = ("replay", "counterexamples", "picture")
 """Commands a subject offers only if its `Explorer.commands` names them."""
-
-
-def _run_replay(
-    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
-) -> int:
-    del args
-    return _replay(bounds, console)
-
-
-def _run_counterexamples(
-    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
-) -> int:
-    return _counterexamples(bounds, args.out or artifact_dir(), console)
-
-
-def _run_picture(
-    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
-) -> int:
-    del bounds, args
-    return _picture(console)
-
-
-AFFINITY_COMMANDS: dict[str, subjects.ExploreCommand] = {
-    "replay": _run_replay,
-    "counterexamples": _run_counterexamples,
-    "picture": _run_picture,
-}
-"""The affinity explorer's own commands: verbatim edge replay on the crate, the
-model canaries' shortest counterexamples, the picture bound."""
 
 
 def parse(argv: Sequence[str] | None) -> argparse.Namespace:

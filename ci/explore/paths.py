@@ -1,12 +1,10 @@
-"""Edge-covering paths through an explored graph, replayed against the crate.
+"""Edge-covering paths through any subject's explored graph, and their results.
 
 `edge_cover_paths` derives root paths that together take every edge of the
 bounded graph at least once (greedy: for each edge not yet taken, in creation
 order, the BFS-tree path to its source, the edge, then untaken out-edges for as
-long as there are any). `replay_paths` drives each path through
-`AffinityHarness`: the model and the system under test receive every operation,
-the harness compares outcomes and observable state and checks every property,
-and the harness' model must land on exactly the state the graph recorded.
+long as there are any). Each subject replays them against the crate in its
+`ci.explore.<subject>_replay` and reports a `ReplayResult`.
 """
 
 from __future__ import annotations
@@ -16,15 +14,10 @@ from pathlib import Path
 from typing import Any
 
 from ci.explore import search
-from ci.explore.graph import Exploration
 from ci.explore.search import ExplorationCapError, OpT
-from model.affinity.ops import Op
-from stateful.affinity_subject import AffinityHarness, SutFactory
 
 PATH_STEPS_MAX = 10_000
 """Cap on one covering path's length (each greedy step takes a new edge)."""
-
-Edge = tuple[int, int, Op]
 
 
 def edge_cover_paths(
@@ -79,37 +72,3 @@ class ReplayResult:
     steps: int
     edges: int
     failures: tuple[ReplayFailure, ...]
-
-
-def replay_paths(
-    exploration: Exploration,
-    paths: list[list[Edge]],
-    factory: SutFactory,
-    failures_max: int = 10,
-) -> ReplayResult:
-    """Replay each path through a fresh harness; stop after `failures_max` failures."""
-    bound = exploration.bound
-    failures: list[ReplayFailure] = []
-    steps = 0
-    for path in paths:
-        harness = AffinityHarness(
-            config=bound.config, session_pool=bound.session_ids, factory=factory
-        )
-        for position, (_, target, op) in enumerate(path):
-            report = harness.step(op)
-            steps += 1
-            difference = report.first_difference()
-            if not difference and harness.model.state() != exploration.states[target]:
-                difference = f"harness model left the graph at node {target}"
-            if difference:
-                ops = tuple(edge_op for _, _, edge_op in path[: position + 1])
-                failures.append(ReplayFailure(ops, difference))
-                break
-        if len(failures) >= failures_max:
-            break
-    return ReplayResult(
-        paths=len(paths),
-        steps=steps,
-        edges=exploration.graph.number_of_edges(),
-        failures=tuple(failures),
-    )

@@ -28,10 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
-from hypothesis import settings
-from hypothesis.stateful import initialize, run_state_machine_as_test
+from hypothesis.stateful import initialize
 
 from ci.explore.coverage import (
     MachineRun,
@@ -39,6 +38,7 @@ from ci.explore.coverage import (
     RestrictedBase,
     RuleTable,
     check_rule_table,
+    run_recording,
     run_restricted,
 )
 from ci.explore.queue_graph import (
@@ -130,26 +130,12 @@ class _RecordingQueueMachine(QueueMachine):
 def run_queue_machine(bound: QueueBound, profile: str) -> MachineRun[Any, Any]:
     """Run the pinned, recording queue machine under the named profile."""
     check_queue_rule_table()
-    machine = cast(
-        "type[_RecordingQueueMachine]",
-        type(
-            f"QueueCoverage_{bound.name}_{profile}",
-            (_RecordingQueueMachine,),
-            {
-                "factory": staticmethod(model_factory),
-                "bound": bound,
-                "recorded": [],
-                "programs": 0,
-            },
-        ),
-    )
-    run_state_machine_as_test(machine, settings=settings.get_profile(profile))
-    return MachineRun(
+    return run_recording(
+        _RecordingQueueMachine,
+        f"QueueCoverage_{bound.name}_{profile}",
         profile,
-        int(machine.programs),
-        tuple(machine.recorded),
-        machine="queue",
-        rule_op_types=QUEUE_RULE_OP_TYPES,
+        QUEUE_RULE_OP_TYPES,
+        {"factory": staticmethod(model_factory), "bound": bound},
     )
 
 

@@ -377,3 +377,31 @@ def queue_bound_named(name: str) -> QueueBound:
             return bound
     known = [b.name for b in QUEUE_BOUNDS]
     raise KeyError(f"no queue bound named {name!r}; known: {known}")
+
+
+@dataclass(frozen=True)
+class _Configs:
+    """What a queue canary's factory reads of a profile: its classes."""
+
+    configs: tuple[object, ...]
+
+
+def bfs_steps(canary: str) -> int | None:
+    """The shortest violation's length for a canary that is a model (else None)."""
+    from ci.canaries.queue import CANARIES, NATIVE_CANARIES  # noqa: PLC0415
+    from ci.explore.shrink import shortest_violation  # noqa: PLC0415
+
+    if canary in NATIVE_CANARIES:
+        return None
+
+    def model(configs: tuple[ClassConfig, ...]) -> ModelPolicyQueue:
+        built = CANARIES[canary](_Configs(configs))  # type: ignore[arg-type]
+        assert isinstance(built, ModelPolicyQueue), f"{canary} is not a model"
+        return built
+
+    def find(bound: QueueBound, depth_max: int) -> QueueExploration:
+        shallower = replace(bound, depth_max=depth_max)
+        return explore(shallower, model, stop_at_first_violation=True)
+
+    best = shortest_violation(QUEUE_BOUNDS, find)
+    return None if best is None else len(best[1].path)

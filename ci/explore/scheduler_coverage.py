@@ -23,10 +23,9 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any, ClassVar, cast
+from typing import Any, ClassVar
 
-from hypothesis import settings
-from hypothesis.stateful import initialize, run_state_machine_as_test
+from hypothesis.stateful import initialize
 
 from ci.explore.coverage import (
     HorizonRestrictedBase,
@@ -34,6 +33,7 @@ from ci.explore.coverage import (
     MachineStep,
     RuleTable,
     check_rule_table,
+    run_recording,
     run_restricted,
 )
 from ci.explore.scheduler_graph import Node, SchedulerBound, node_of, successors
@@ -110,21 +110,12 @@ class _RecordingSchedulerMachine(SchedulerMachine):
 def run_scheduler_machine(bound: SchedulerBound, profile: str) -> MachineRun[Any, Any]:
     """Run the pinned, recording scheduler machine under the named profile."""
     check_scheduler_rule_table()
-    machine = cast(
-        "type[_RecordingSchedulerMachine]",
-        type(
-            f"SchedulerCoverage_{bound.name}_{profile}",
-            (_RecordingSchedulerMachine,),
-            {"factory": staticmethod(model_factory), "bound": bound, "recorded": []},
-        ),
-    )
-    run_state_machine_as_test(machine, settings=settings.get_profile(profile))
-    return MachineRun(
+    return run_recording(
+        _RecordingSchedulerMachine,
+        f"SchedulerCoverage_{bound.name}_{profile}",
         profile,
-        int(machine.programs),
-        tuple(machine.recorded),
-        machine="scheduler",
-        rule_op_types=SCHEDULER_RULE_OP_TYPES,
+        SCHEDULER_RULE_OP_TYPES,
+        {"factory": staticmethod(model_factory), "bound": bound},
     )
 
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -34,12 +33,13 @@ from ci.canaries.scheduler import CANARIES
 from ci.explore.command import artifact_dir, replay_table
 from ci.explore.paths import ReplayFailure, ReplayResult, edge_cover_paths
 from ci.explore.scheduler_graph import (
+    SCHEDULER_BOUNDS,
     SchedulerBound,
     SchedulerExploration,
     SchedulerModel,
     explore,
 )
-from ci.explore.shrink import shortest_violation
+from ci.explore.shrink import Counterexample, print_counterexamples, shortest_in
 from ci.replay.command import replay
 from ci.replay.scheduler import KIND, project
 from ci.replay.trace import Factory, Trace, save
@@ -140,30 +140,6 @@ def _replay(
 # ---- canaries ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SchedulerCounterexample:
-    """A canary's shortest path from a fresh scheduler to a violated property."""
-
-    canary: str
-    bound: SchedulerBound
-    prop: str
-    ops: tuple[SchedulerOp, ...]
-
-    def trace(self) -> Trace:
-        """The path as a trace; its replay with `--canary` diverges."""
-        last = len(self.ops)
-        comments = [""] * (last - 1) + [
-            f"{self.canary} violates {self.prop} here (BFS-shortest)"
-        ]
-        return path_trace(
-            self.bound,
-            self.ops,
-            f"Shortest counterexample for scheduler canary {self.canary} in bound "
-            f"{self.bound.name}: {last} steps to a violation of {self.prop}",
-            comments,
-        )
-
-
 def canary_model(name: str) -> SchedulerModel:
     """The scheduler canary `name` as a model the explorer can set a state on."""
 
@@ -175,27 +151,26 @@ def canary_model(name: str) -> SchedulerModel:
     return build
 
 
+def _record(
+    bound: SchedulerBound,
+    ops: Sequence[SchedulerOp],
+    description: str,
+    comments: Sequence[str],
+) -> Trace:
+    return path_trace(bound, ops, description, comments)
+
+
 def shortest_scheduler_counterexample(
     canary: str, bounds: Sequence[SchedulerBound]
-) -> SchedulerCounterexample | None:
+) -> Counterexample | None:
     """The canary's shortest violation over `bounds` (None: it survived them)."""
     model = canary_model(canary)
-
-    def find(bound: SchedulerBound, depth_max: int) -> SchedulerExploration:
-        shallower = replace(bound, depth_max=depth_max)
-        return explore(shallower, model, stop_at_first_violation=True)
-
-    best = shortest_violation(bounds, find)
-    if best is None:
-        return None
-    bound, violation = best
-    ops = cast("tuple[SchedulerOp, ...]", violation.path)
-    return SchedulerCounterexample(canary, bound, violation.prop, ops)
+    return shortest_in(canary, bounds, explore, model, _record, noun="scheduler canary")
 
 
 def scheduler_counterexamples(
     bounds: Sequence[SchedulerBound],
-) -> dict[str, SchedulerCounterexample | None]:
+) -> dict[str, Counterexample | None]:
     """Each scheduler canary's shortest counterexample over `bounds`, by name."""
     return {
         name: shortest_scheduler_counterexample(name, bounds)
@@ -206,22 +181,15 @@ def scheduler_counterexamples(
 def _counterexamples(
     bounds: Sequence[SchedulerBound], args: argparse.Namespace, console: Console
 ) -> int:
+    examples = scheduler_counterexamples(bounds)
     out: Path = args.out or artifact_dir()
-    failed = False
-    for name, example in scheduler_counterexamples(bounds).items():
-        if example is None:
-            failed = True
-            console.print(f"[red]{name}: survived every bound[/red]")
-            continue
-        path = save(example.trace(), out / name / "trace.json")
-        console.print(
-            f"{name}: {len(example.ops)} steps in {example.bound.name}, "
-            f"violates {example.prop}"
-        )
-        for op in example.ops:
-            console.print(f"    {KIND.show_op(op)}", markup=False)
-        console.print(f"  replay: python -m ci.replay {path} --canary {name}")
-    return 1 if failed else 0
+    return 1 if print_counterexamples(examples, out, console, KIND.show_op) else 0
+
+
+def bfs_steps(canary: str) -> int | None:
+    """The length of the canary's shortest counterexample over every bound."""
+    example = shortest_scheduler_counterexample(canary, SCHEDULER_BOUNDS)
+    return None if example is None else len(example.ops)
 
 
 SCHEDULER_COMMANDS: dict[str, subjects.ExploreCommand] = {

@@ -125,7 +125,7 @@ class Exploration(Generic[BoundT, StateT, OpT]):
     parent: list[tuple[int, OpT] | None]  # BFS tree: how each node was first reached
     violations: list[Violation[OpT]]  # the first (shortest) per property
     goals: tuple[str, ...]  # the `sometimes` goals that apply to the bound
-    subject: Subject = "affinity"  # whose properties were checked
+    subject: Subject  # whose properties were checked
     reached: dict[str, int] = field(default_factory=dict)  # goal -> first depth
     excluded: int = 0  # transitions that would leave the bound
     horizon_states: int = 0  # nodes at `depth_max`, not expanded

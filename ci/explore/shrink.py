@@ -1,44 +1,25 @@
-"""Shortest counterexamples for broken models, and how well Hypothesis shrinks.
+"""Shortest counterexamples: a canary explored in place of the reference model.
 
-A broken model (`ci.canaries.affinity.MODEL_CANARIES`) is explored in place of
-the reference; breadth-first order makes the first violated property's path a
-shortest counterexample within the bound. `shortest_violation` is that search
-over several bounds for any subject (the scheduler's canaries use it too).
-`shrink_quality` sets it beside the program Hypothesis reports for the same
-canary: the differential machine runs with the canary as its system under
-test under `CANARY_SETTINGS`, and the failing program's length is read from
-the harness' step counter at teardown (Hypothesis replays the shrunk program
-last, so the last teardown is its).
+A broken model is explored in place of the reference; breadth-first order
+makes the first violated property's path a shortest counterexample within the
+bound. `shortest_violation` is that search over several bounds for any
+subject; `shortest_in` runs it with a subject's explorer and returns a
+`Counterexample` that records itself as a trace of the subject's kind, and
+`print_counterexamples` writes and prints them (`python -m ci.explore
+--counterexamples`). Each subject's use is in `ci.explore.<subject>_replay`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, cast
+from typing import Any, TypeVar
 
-from hypothesis.stateful import run_state_machine_as_test
+from rich.console import Console
 
-from ci.explore.graph import Bound, explore
 from ci.explore.search import BoundLike, Exploration, Violation
-from ci.profiles import CANARY_SETTINGS
-from ci.replay.affinity import record
-from ci.replay.trace import save
-from model.affinity.ops import Op
-from model.affinity.table import ModelAffinity
-from stateful.affinity_machine import AffinityMachine
-
-
-@dataclass(frozen=True)
-class Counterexample:
-    """A shortest path from the initial state to a violated property."""
-
-    canary: str
-    bound: Bound
-    prop: str
-    ops: tuple[Op, ...]
-
+from ci.replay.trace import Trace, save
 
 BoundT = TypeVar("BoundT", bound=BoundLike)
 
@@ -67,121 +48,85 @@ def shortest_violation(
     return best
 
 
-def shortest_counterexample(
-    canary: str, model_type: type[ModelAffinity], bounds: Sequence[Bound]
-) -> Counterexample | None:
-    """The shortest violation over `bounds` (the first bound wins a tie)."""
+TraceRecorder = Callable[[Any, Sequence[Any], str, Sequence[str]], Trace]
+"""(bound, operations, description, comments) -> the path from the bound's
+initial state recorded on the reference model (`TraceKind.record`)."""
 
-    def find(bound: Bound, depth_max: int) -> Exploration[Bound, Any, Any]:
-        return explore(
-            replace(bound, depth_max=depth_max),
-            model_type,
-            stop_at_first_violation=True,
+
+@dataclass(frozen=True)
+class Counterexample:
+    """A canary's shortest path from the initial state to a violated property."""
+
+    canary: str
+    bound: Any
+    prop: str
+    ops: tuple[Any, ...]
+    record: TraceRecorder = field(compare=False, repr=False)
+    noun: str = "canary"  # what the canary is, in the trace's description
+
+    def trace(self) -> Trace:
+        """The path as a trace; its replay with `--canary` diverges at the end."""
+        last = len(self.ops)
+        comments = [""] * (last - 1) + [
+            f"{self.canary} violates {self.prop} here (BFS-shortest)"
+        ]
+        description = (
+            f"Shortest counterexample for {self.noun} {self.canary} in bound "
+            f"{self.bound.name}: {last} steps to a violation of {self.prop}"
         )
+        return self.record(self.bound, self.ops, description, comments)
+
+
+def shortest_in(
+    canary: str,
+    bounds: Sequence[BoundT],
+    explore_bound: Callable[..., Exploration[BoundT, Any, Any]],
+    model: Any,
+    record: TraceRecorder,
+    *,
+    noun: str = "canary",
+) -> Counterexample | None:
+    """The canary's shortest violation over `bounds` (None: it survived them).
+
+    `explore_bound(bound, model, stop_at_first_violation=True)` is the
+    subject's explorer with `model` (the canary) in place of the reference.
+    """
+
+    def find(bound: BoundT, depth_max: int) -> Exploration[BoundT, Any, Any]:
+        shallower = replace(bound, depth_max=depth_max)  # type: ignore[type-var]
+        return explore_bound(shallower, model, stop_at_first_violation=True)
 
     best = shortest_violation(bounds, find)
     if best is None:
         return None
     bound, violation = best
-    return Counterexample(canary, bound, violation.prop, violation.path)
+    return Counterexample(
+        canary, bound, violation.prop, tuple(violation.path), record, noun
+    )
 
 
-# ---- trace files -------------------------------------------------------------
+def print_counterexamples(
+    examples: Mapping[str, Counterexample | None],
+    out: Path,
+    console: Console,
+    show_op: Callable[[Any], str] = repr,
+) -> bool:
+    """Write each canary's counterexample as `out/<canary>/trace.json`, print it.
 
-
-def write_trace(path: Path, example: Counterexample) -> Path:
-    """Write `example` as a trace that `python -m ci.replay` accepts.
-
-    The trace records the reference model's answers (as every trace does);
-    replayed with `--canary NAME` it shows where the broken model diverges.
+    True when a canary survived every bound (it is printed in red).
     """
-    last = len(example.ops)
-    comments = [""] * (last - 1) + [
-        f"{example.canary} violates {example.prop} here (BFS-shortest)"
-    ]
-    trace = record(
-        example.bound.config,
-        example.bound.session_ids,
-        example.ops,
-        description=(
-            f"Shortest counterexample for model canary {example.canary} in bound "
-            f"{example.bound.name}: {last} steps to a violation of {example.prop}"
-        ),
-        comments=comments,
-    )
-    return save(trace, path)
-
-
-def replay_command(path: Path, example: Counterexample) -> str:
-    """The one line that replays `path` against the canary it was found on."""
-    return f"python -m ci.replay {path} --canary {example.canary}"
-
-
-# ---- Hypothesis' shrunk length ---------------------------------------------------
-
-
-class _CountingMachine(AffinityMachine):
-    """The differential machine, remembering each program's harness step count."""
-
-    last_program_steps: ClassVar[int] = 0
-
-    def teardown(self) -> None:
-        """Record how many operations this program applied."""
-        if self.harness is not None:
-            type(self).last_program_steps = self.harness.steps
-        super().teardown()
-
-
-def hypothesis_shrunk_steps(canary: str, model_type: type[ModelAffinity]) -> int:
-    """Operations in the program Hypothesis reports for `model_type` as the SUT."""
-    machine = cast(
-        "type[_CountingMachine]",
-        type(
-            f"Shrink_{canary}",
-            (_CountingMachine,),
-            {
-                "factory": model_type,
-                "goals_reached": set(),
-                "rules_run": set(),
-                "steps_run": 0,
-                "last_program_steps": 0,
-            },
-        ),
-    )
-    try:
-        run_state_machine_as_test(machine, settings=CANARY_SETTINGS)
-    except AssertionError:
-        return int(machine.last_program_steps)
-    raise AssertionError(f"canary {canary} survived the differential machine")
-
-
-@dataclass(frozen=True)
-class ShrinkQuality:
-    """Hypothesis' reported program length over the BFS-shortest one."""
-
-    canary: str
-    bound: str
-    prop: str
-    bfs_steps: int
-    hypothesis_steps: int
-
-    @property
-    def ratio(self) -> float:
-        """1.0 means Hypothesis found a shortest counterexample."""
-        return self.hypothesis_steps / self.bfs_steps
-
-
-def shrink_quality(
-    canary: str, model_type: type[ModelAffinity], bounds: Sequence[Bound]
-) -> ShrinkQuality:
-    """Compare Hypothesis' shrunk program with the shortest counterexample."""
-    example = shortest_counterexample(canary, model_type, bounds)
-    if example is None:
-        raise AssertionError(f"canary {canary} survived every bound")
-    return ShrinkQuality(
-        canary=canary,
-        bound=example.bound.name,
-        prop=example.prop,
-        bfs_steps=len(example.ops),
-        hypothesis_steps=hypothesis_shrunk_steps(canary, model_type),
-    )
+    survived = False
+    for name, example in examples.items():
+        if example is None:
+            survived = True
+            console.print(f"[red]{name}: survived every bound[/red]")
+            continue
+        path = save(example.trace(), out / name / "trace.json")
+        console.print(
+            f"{name}: {len(example.ops)} steps in {example.bound.name}, "
+            f"violates {example.prop}"
+        )
+        for op in example.ops:
+            console.print(f"    {show_op(op)}", markup=False)
+        console.print(f"  replay: python -m ci.replay {path} --canary {name}")
+    return survived

@@ -37,15 +37,15 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-# The mutated files, relative to the crate root, with a one-letter id prefix.
-TARGET_FILES: dict[str, str] = {
-    "src/services/selection/affinity.rs": "A",
-    "src/scheduling/policy_queue.rs": "Q",
-}
+from ci import subjects
+
+# The mutated files, relative to the crate root, with a one-letter id prefix
+# (the subjects' `crate_files` in the registry).
+TARGET_FILES: Mapping[str, str] = subjects.CrateFileView(lambda file: file.prefix)
 MUTANTS_PER_FILE_MAX = 2_000  # a generator bug must not produce a runaway list
 STATEMENT_LINES_MAX = 15  # longer statements are not offered for deletion
 

@@ -12,10 +12,11 @@ import contextlib
 import fcntl
 import sys
 import tomllib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ci import subjects
 from ci.build_local import (
     IMPL,
     pinned_source,
@@ -26,8 +27,7 @@ from ci.mutants.report import (
     partition,
 )
 
-AFFINITY_RS = "src/services/selection/affinity.rs"
-QUEUE_RS = "src/scheduling/policy_queue.rs"
+AFFINITY_RS = "src/services/selection/affinity.rs"  # the smoke test's file
 # `-p ci.mutants.noshrink`: report the first failing example unshrunk (see that module).
 # `-p no:ci.order`: the gate's order (slow tests, then every machine, longest
 # first) is for finishing a whole run early; a mutant wants the test most likely
@@ -43,59 +43,22 @@ PYTEST_OPTIONS_DEFAULT = (
     "-p",
     "ci.mutants.noshrink",
 )
-# What our suite runs per mutated file (paths, globs or `glob::test` node ids
-# inside the tree, in this order -- detection order, `-p no:ci.order` keeps it --
-# so `-x` stops at the strongest check first): the machines that drive the
-# crate (their crate runs only: the model-against-model runs never reach it),
-# the mutated file's own unit tests, the corpus, the explorer's replay of every
-# bounded-graph edge through the crate, and the clock-variant machine. The rest
-# of the suite never reaches the crate.
-# `--pytest-paths "stateful tests"` runs the whole suite instead (slower: the
-# rest never reaches the mutated file, so survivors pay for all of it).
-PYTEST_PATHS_BY_FILE = {
-    AFFINITY_RS: (
-        "stateful/test_affinity_machine.py::test_the_crate_agrees_with_the_model_and_every_goal_is_reached",
-        "stateful/test_affinity_machine.py::test_the_crates_manual_clock_agrees_with_the_model",
-        "tests/test_affinity_*.py",
-        "tests/test_group_key.py",  # crate against model where the tree has it
-        "tests/test_production_under_test.py",
-        "tests/test_explore.py::test_the_crate_agrees_on_every_edge_of_a_ci_bound",
-        "stateful/test_clock_variants.py",
-        # Replicas and many callers reach versions, publications and the reaper
-        # from other sides: every machine that can catch an affinity mutant runs.
-        "tests/test_replica_network.py",
-        "stateful/test_concurrent_affinity.py",
-        "tests/test_concurrency.py",
-        # The corpus replays every affinity and queue trace against the crate.
-        "tests/test_corpus.py::test_a_corpus_trace_replays_without_divergence",
-    ),
-    QUEUE_RS: (
-        "stateful/test_queue_machine.py::test_the_crate_agrees_with_the_model_and_every_goal_is_reached",
-        # The public scheduler drives the queue's crate-private recheck, due-time
-        # and cleanup paths (`recheck_worker`, `take_expired`, `take_if_in_class`),
-        # over two to four policy classes.
-        "stateful/test_scheduler_machine.py::test_the_crate_scheduler_agrees_with_the_model_and_every_goal_is_reached",
-        "tests/test_queue_*.py",
-        "tests/test_scheduler_corpus.py",
-        "tests/test_scheduler_binding.py",
-        "tests/test_scheduler_production.py",
-        # An availability answer that changes unannounced and due times past
-        # the due key's cap: the recheck flags and the cap's ordering.
-        "tests/test_scheduler_callbacks.py",
-        "tests/test_corpus.py::test_a_corpus_trace_replays_without_divergence",
-    ),
-}
+# What our suite runs per mutated file, in this order (detection order,
+# `-p no:ci.order` keeps it, so `-x` stops at the strongest check first): the
+# tests each subject's `crate_files` in the registry names -- the machines that
+# drive the crate (their crate runs only), the file's own unit tests, the
+# corpus, the explorer's edge replay through the crate, the clock variants.
+# The rest of the suite never reaches the crate. `--pytest-paths "stateful
+# tests"` runs the whole suite instead (slower: survivors pay for all of it).
+PYTEST_PATHS_BY_FILE: Mapping[str, tuple[str, ...]] = subjects.CrateFileView(
+    lambda file: file.tests
+)
 # The benchmark's own tests never run inside it.
 PYTEST_IGNORED = ("--ignore-glob=*/test_mutants*.py",)
 # libtest filters per mutated file: the module's own tests and its drivers'.
-CRATE_TEST_FILTERS = {
-    AFFINITY_RS: (
-        "services::selection::affinity::",
-        "services::selection::core::",
-        "services::common::replica_sync",
-    ),
-    QUEUE_RS: ("scheduling::policy_queue::", "scheduling::queue::"),
-}
+CRATE_TEST_FILTERS: Mapping[str, tuple[str, ...]] = subjects.CrateFileView(
+    lambda file: file.crate_filters
+)
 CRATE_TEST_FEATURES = "standalone-selection,testing"
 # A crates.io copy lacks this workspace file, which one unit test outside our
 # filters include_str!s; the placeholder only lets the test binary compile.

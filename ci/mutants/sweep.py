@@ -631,11 +631,11 @@ def _config_data(run: Run) -> dict[str, Any]:
     config = run.config
     return {
         "pytest_options": list(config.pytest_options),
-        "pytest_paths": list(config.pytest_paths) or PYTEST_PATHS_BY_FILE,
+        "pytest_paths": list(config.pytest_paths) or dict(PYTEST_PATHS_BY_FILE),
         "pytest_timeout_s": config.pytest_timeout_s,
         "crate_timeout_s": config.crate_timeout_s,
         "ids": list(config.ids),
-        "crate_test_filters": CRATE_TEST_FILTERS,
+        "crate_test_filters": dict(CRATE_TEST_FILTERS),
         "crate_test_features": CRATE_TEST_FEATURES,
         "source": "pinned" if config.source is None else "local tree",
         "binding_features": list(run.build.features),

@@ -12,9 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 from typing import Final
 
-from ci.replay.corpus.scenarios import UNCHECKED, Unchecked
+from ci.replay.corpus import CORPUS_DIR, UNCHECKED, CorpusError, Unchecked
+from ci.replay.queue import KIND
+from ci.replay.trace import Trace
 from model.queue.ops import (
     Drain,
     PopNext,
@@ -385,3 +388,31 @@ QUEUE_SCENARIOS: Final[tuple[QueueScenario, ...]] = (
     ),
 )
 """Every hand-written queue scenario."""
+
+
+def build_queue_scenario(scenario: QueueScenario) -> Trace:
+    """Record a queue scenario on the model; refuse it where the model disagrees."""
+    trace = KIND.record(
+        scenario.spec,
+        [step.op for step in scenario.steps],
+        scenario.description,
+        [step.comment for step in scenario.steps],
+    )
+    for stated, recorded in zip(scenario.steps, trace.steps, strict=True):
+        mismatch = stated_mismatch(
+            stated, recorded.expected, recorded.model.pending_count
+        )
+        if mismatch:
+            raise CorpusError(
+                f"{scenario.name} step {recorded.index} ({stated.op!r}): "
+                f"the scenario states otherwise, but the model {mismatch}"
+            )
+    return trace
+
+
+def build(directory: Path = CORPUS_DIR) -> dict[Path, str]:
+    """Every queue scenario's file path and JSON text."""
+    return {
+        directory / f"{scenario.name}.json": build_queue_scenario(scenario).dumps()
+        for scenario in QUEUE_SCENARIOS
+    }

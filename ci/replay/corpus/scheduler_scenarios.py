@@ -35,6 +35,7 @@ from ci.cli import (
     write_failed,
     write_results,
 )
+from ci.replay import corpus
 from ci.replay.scheduler import KIND
 from ci.replay.trace import Trace, load
 from model.scheduler.ops import (
@@ -233,11 +234,7 @@ def build(directory: Path = DIRECTORY) -> dict[Path, str]:
 
 def stale_files(directory: Path = DIRECTORY) -> list[Path]:
     """Scenario files that are missing or differ from what `build` writes."""
-    return sorted(
-        path
-        for path, text in build(directory).items()
-        if not path.exists() or path.read_text(encoding="utf-8") != text
-    )
+    return corpus.stale_files(build(directory))
 
 
 def files(directory: Path = DIRECTORY) -> list[Path]:

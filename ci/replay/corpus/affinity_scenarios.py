@@ -18,8 +18,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Final
 
+from ci.replay.affinity import record
+from ci.replay.corpus import CORPUS_DIR, UNCHECKED, CorpusError, Unchecked
+from ci.replay.trace import Trace
 from model.affinity.ops import (
     Abort,
     Acquire,
@@ -31,12 +35,14 @@ from model.affinity.ops import (
     Join,
     NextVersion,
     Op,
+    Outcome,
     PollWaiter,
     Query,
     Release,
     Value,
+    outcome_of,
 )
-from model.affinity.table import CLOCK_NS_MAX
+from model.affinity.table import CLOCK_NS_MAX, ModelAffinity
 from model.affinity.types import (
     SECOND_NS,
     AffinityConfig,
@@ -52,16 +58,6 @@ from model.affinity.types import (
 
 S: Final[int] = SECOND_NS
 TTL_10_S: Final[AffinityConfig] = AffinityConfig(ttl_ns=10 * S)
-
-
-class Unchecked:
-    """Marks a step whose return value the scenario does not state."""
-
-    def __repr__(self) -> str:
-        return "UNCHECKED"
-
-
-UNCHECKED: Final = Unchecked()
 
 
 @dataclass(frozen=True)
@@ -646,3 +642,51 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
     ),
 )
 """Every hand-written corpus scenario, by file name."""
+
+
+def _check_step(scenario: Scenario, index: int, step: Do, model: ModelAffinity) -> None:
+    """Raise unless the model's state after `step` matches what it states."""
+    where = f"{scenario.name} step {index} ({step.op!r})"
+    outcome = outcome_of(model, step.op)
+    published = tuple(model.drain_published())
+    if step.raises is not None and outcome.error != step.raises:
+        raise CorpusError(f"{where}: expected {step.raises}, model gave {outcome}")
+    if step.raises is None and not outcome.ok:
+        raise CorpusError(f"{where}: model raised {outcome.error}: {outcome.message}")
+    returns = step.returns
+    if not isinstance(returns, Unchecked) and outcome != Outcome(value=returns):
+        raise CorpusError(f"{where}: expected {returns!r}, model gave {outcome}")
+    for session_id, leases in sorted(step.leases.items()):
+        if model.lease_count(session_id) != leases:
+            raise CorpusError(
+                f"{where}: expected {leases} leases on {session_id!r}, "
+                f"model has {model.lease_count(session_id)}"
+            )
+    if step.entries is not None and model.entry_count() != step.entries:
+        raise CorpusError(
+            f"{where}: expected {step.entries} entries, model has {model.entry_count()}"
+        )
+    if step.published is not None and published != step.published:
+        raise CorpusError(f"{where}: expected {step.published}, published {published}")
+
+
+def build_scenario(scenario: Scenario) -> Trace:
+    """Check a scenario against the model and record it as a trace."""
+    model = ModelAffinity(scenario.config)
+    for index, step in enumerate(scenario.steps, start=1):
+        _check_step(scenario, index, step, model)
+    return record(
+        scenario.config,
+        scenario.session_pool,
+        [step.op for step in scenario.steps],
+        scenario.description,
+        [step.comment for step in scenario.steps],
+    )
+
+
+def build(directory: Path = CORPUS_DIR) -> dict[Path, str]:
+    """Every affinity scenario's file path and JSON text."""
+    return {
+        directory / f"{scenario.name}.json": build_scenario(scenario).dumps()
+        for scenario in SCENARIOS
+    }

@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from html import escape
 
-from ci.explore.graph import Exploration, format_ns
+from ci.explore.affinity_graph import Exploration, format_ns
 from model.affinity.ops import Op
 from model.affinity.table import (
     AffinityState,

@@ -1,6 +1,6 @@
 """The affinity table's declared exploration bounds, smallest first.
 
-Each `Bound` (`ci/explore/graph.py`) fixes a configuration, the session ids
+Each `Bound` (`ci/explore/affinity_graph.py`) fixes a configuration, the session ids
 and targets, the operation types, the number of live handles, a depth and a
 state cap, and names the coverage goals it cannot reach, with a reason.
 `python -m ci.explore` enumerates them; their counts are pinned in
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ci.explore.graph import Bound
+from ci.explore.affinity_graph import Bound
 from model.affinity.ops import (
     Abort,
     Acquire,
