@@ -8,7 +8,7 @@ patch silently goes unused when the version does not match `=1.6.1`). Cargo
 rewrites only the staged lockfile, so the build script reports
 `CRATE_SOURCE == "path"`. `maturin build` compiles a wheel in the machine's
 one cargo target folder (`ci/target_dir.py`), so only the local crate and the
-binding compile, and the extension module is taken out of the wheel.
+binding compile, and the binding module is taken out of the wheel.
 
 Where the module goes:
 
@@ -97,7 +97,7 @@ QUERY_TIMEOUT_S = 120
 
 
 class BuildError(RuntimeError):
-    """The extension could not be built or installed."""
+    """The binding could not be built or installed."""
 
 
 def pinned_version() -> str:
@@ -178,8 +178,8 @@ class LocalBuild:
         return self.binding_dir / "wheels"
 
     @property
-    def extension(self) -> Path:
-        """The built extension module, taken out of the wheel."""
+    def binding(self) -> Path:
+        """The built binding module, taken out of the wheel."""
         return self.binding_dir / "out" / EXTENSION_NAME
 
 
@@ -370,7 +370,7 @@ class BuildResult:
 def build_extension(
     build: LocalBuild, timeout_s: float = BUILD_TIMEOUT_S_DEFAULT
 ) -> BuildResult:
-    """Stage, compile with maturin, and unpack the extension to `build.extension`."""
+    """Stage, compile with maturin, and unpack the binding to `build.binding`."""
     stage_binding(build)
     shutil.rmtree(build.wheel_dir, ignore_errors=True)
     features = ",".join((*BASE_FEATURES, *build.features))
@@ -425,8 +425,8 @@ def build_extension(
     with zipfile.ZipFile(wheels[0]) as wheel:
         members = [name for name in wheel.namelist() if name.endswith(".so")]
         if len(members) != 1:
-            raise BuildError(f"expected one extension in {wheels[0]}, got {members}")
-        replace_atomically(build.extension, wheel.read(members[0]))
+            raise BuildError(f"expected one binding in {wheels[0]}, got {members}")
+        replace_atomically(build.binding, wheel.read(members[0]))
     return BuildResult(ok=True, seconds=seconds, output=output, compile_error=False)
 
 
@@ -683,10 +683,10 @@ def copy_python_tree(destination: Path) -> None:
     (destination / COPIED_FROM).write_text(json.dumps(copied) + "\n", encoding="utf-8")
 
 
-def install_extension(extension: Path, tree: Path) -> Path:
+def install_binding(binding: Path, tree: Path) -> Path:
     """Put the built module where `import impl._native` finds it inside `tree`."""
     target = tree / "impl" / EXTENSION_NAME
-    replace_atomically(target, extension.read_bytes())
+    replace_atomically(target, binding.read_bytes())
     return target
 
 
@@ -697,7 +697,7 @@ def tree_environment(tree: Path) -> dict[str, str]:
     The choice of system under test and profile is left to the command line.
     """
     environment = dict(os.environ)
-    environment.pop("VERIFY_SUT", None)
+    environment.pop("VERIFY_AGAINST", None)
     environment.pop("HYPOTHESIS_PROFILE", None)
     previous = environment.get("PYTHONPATH")
     environment["PYTHONPATH"] = (
@@ -706,7 +706,7 @@ def tree_environment(tree: Path) -> dict[str, str]:
     return environment
 
 
-def describe_extension(tree: Path | None = None) -> dict[str, str]:
+def describe_binding(tree: Path | None = None) -> dict[str, str]:
     """Crate source and version, build profile and module path, read afresh."""
     script = (
         "import json, impl.adapter as a, impl._native as n;"
@@ -723,7 +723,7 @@ def describe_extension(tree: Path | None = None) -> dict[str, str]:
         timeout=QUERY_TIMEOUT_S,
     )
     if completed.returncode != 0:
-        raise BuildError(f"cannot import the extension:\n{completed.stderr}")
+        raise BuildError(f"cannot import the binding:\n{completed.stderr}")
     described: dict[str, str] = json.loads(completed.stdout.strip().splitlines()[-1])
     return described
 
@@ -823,7 +823,7 @@ def _main(argv: list[str] | None) -> int:
     args = _parse_args(argv)
     if args.pinned:
         reinstall_pinned()
-        print(json.dumps(describe_extension()))
+        print(json.dumps(describe_binding()))
         return 0
     if args.source is None:
         raise UsageError(f"give --source PATH or set {SOURCE_ENV}")
@@ -850,12 +850,12 @@ def _main(argv: list[str] | None) -> int:
     if args.into is not None:
         tree = args.into.resolve()
         copy_python_tree(tree)
-        install_extension(build.extension, tree)
-        print(json.dumps(describe_extension(tree)))
+        install_binding(build.binding, tree)
+        print(json.dumps(describe_binding(tree)))
         print(f"run the suite there: cd {tree} && python -m pytest")
     else:
-        install_extension(build.extension, REPO)
-        print(json.dumps(describe_extension()))
+        install_binding(build.binding, REPO)
+        print(json.dumps(describe_binding()))
         print("back to the pinned crate: python -m ci.build_local --pinned")
     return 0
 

@@ -1,6 +1,6 @@
-"""Probe the built extension's behaviour and print its capability table.
+"""Probe the built binding's behaviour and print its capability table.
 
-    python -m ci.probe                 # the table for the extension built here
+    python -m ci.probe                 # the table for the binding built here
     python -m ci.probe --json          # the raw answers, as recorded in ci/targets/
     python -m ci.probe --table         # every recorded target side by side (Markdown)
     python -m ci.probe --record NAME   # save the answers as ci/targets/NAME.json
@@ -131,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"ci.probe: error: {error}", file=sys.stderr)
             return 2
         return 0
-    from impl.probe import observe  # noqa: PLC0415 - loads the extension
+    from impl.probe import observe  # noqa: PLC0415 - loads the binding
 
     answers = observe().to_json()
     if arguments.json:

@@ -10,7 +10,7 @@ affinity table, the policy queue, affinity replicas over a network). Everything
     trace_kind   its `ci.replay.trace.TraceKind` (reads, writes, replays traces)
     canaries     its module of deliberately broken systems: `CANARIES` (name ->
                  factory), `CAUGHT_BY` (name -> the check that must catch it),
-                 optionally `NATIVE_CANARIES` (those that need the extension)
+                 optionally `CRATE_CANARIES` (those that need the binding)
                  and `SLOW_CANARIES` (those that run nightly only)
     rust_writer  the module whose `write(trace, name, capabilities)` exports a
                  trace as a Rust test, or None (no Rust export)
@@ -26,7 +26,7 @@ module per column of the README's layout table (model, adapter, properties,
 harness subject and machine, trace kind, canaries), and no edit elsewhere in
 `ci/`. Every field that would import the subject's modules is a zero-argument
 callable, usually `lazy("module", "attribute")`, so that importing this module
-imports no subject (and never the native extension); tests may `register` an
+imports no subject (and never the binding); tests may `register` an
 entry of their own for the duration of a `with registered(entry):` block.
 
 Adding the next subject, say `scheduler`:
@@ -164,9 +164,9 @@ class SubjectEntry:
         found: Mapping[str, str] = self.canaries().CAUGHT_BY
         return found
 
-    def native_canaries(self) -> frozenset[str]:
-        """The canaries that wrap the crate (and so need the built extension)."""
-        found: frozenset[str] = getattr(self.canaries(), "NATIVE_CANARIES", frozenset())
+    def crate_canaries(self) -> frozenset[str]:
+        """The canaries that wrap the crate (and so need the built binding)."""
+        found: frozenset[str] = getattr(self.canaries(), "CRATE_CANARIES", frozenset())
         return found
 
     def slow_canaries(self) -> frozenset[str]:
@@ -247,12 +247,12 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
                 "queue-model",
                 "stateful/test_queue_machine.py::"
                 "test_the_model_agrees_with_a_second_model_and_every_goal_is_reached",
-                "the policy-queue machine, model against model (no extension)",
+                "the policy-queue machine, model against model (no binding)",
             ),
             Target(
                 "canary-plain-rotation",
                 f"{_CANARY_FILE}::test_the_plain_rotation_canary_agrees_with_the_model",
-                "canary: a queue in plain rotation (no extension)",
+                "canary: a queue in plain rotation (no binding)",
                 canary=True,
             ),
         ),
@@ -285,7 +285,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
                 "scheduler-model",
                 "stateful/test_scheduler_machine.py::"
                 "test_the_scheduler_model_agrees_with_a_second_model",
-                "the public scheduler's machine, model against model (no extension)",
+                "the public scheduler's machine, model against model (no binding)",
             ),
         ),
     ),

@@ -21,12 +21,12 @@ from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     LATEST,
     TARGET_TREE_ENV,
+    against_label,
     artifact_repro,
     folder_name_for,
     program_lines,
     replay_command,
     reproductions,
-    sut_label,
     write_artifacts,
 )
 from ci.replay.command import EXIT_AGREE, EXIT_DIVERGED
@@ -39,7 +39,7 @@ from stateful.affinity_machine import AffinityMachine
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM_TIMEOUT_S = 120
 """A program.py run: seconds before the test gives up on it."""
-TEST = "tests/test_x.py::test_the_machine[native]"
+TEST = "tests/test_x.py::test_the_machine[crate]"
 STAMP = "20260101T000000.000000Z"
 """A fixed stamp: these tests never depend on the wall clock."""
 
@@ -84,7 +84,9 @@ def test_only_the_final_replay_is_tracked(
 
     assert 1 == len(runs)
     assert runs[0].failed is not None
-    assert "canary:forgetful_release" == sut_label("affinity", runs[0].harness.factory)
+    assert "canary:forgetful_release" == against_label(
+        "affinity", runs[0].harness.factory
+    )
 
 
 def test_outside_hypothesis_nothing_is_tracked() -> None:
@@ -239,7 +241,7 @@ def test_repro_rs_is_the_minimal_trace_as_a_rust_test(folder: Path) -> None:
     steps = [line.strip() for line in repro.splitlines() if "// step " in line]
 
     assert 1 == repro.count("#[tokio::test(start_paused = true)]")
-    assert "async fn test_the_machine_native_minimal() {" in repro
+    assert "async fn test_the_machine_crate_minimal() {" in repro
     assert [
         f"// step {step.index}: {minimal.kind.show_op(step.op)}"
         for step in minimal.steps

@@ -19,8 +19,8 @@ def _case(entry: subjects.SubjectEntry, name: str) -> object:
     marks = []
     if name in entry.slow_canaries():
         marks.append(pytest.mark.slow)
-    if name in entry.native_canaries():
-        marks.append(pytest.mark.native)
+    if name in entry.crate_canaries():
+        marks.append(pytest.mark.crate)
     return pytest.param(entry.name, name, marks=marks, id=f"{entry.name}-{name}")
 
 

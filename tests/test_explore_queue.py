@@ -424,7 +424,7 @@ def test_the_queue_command_fails_when_a_count_changes(
         (["--subject", "queue", "--replay"], "--replay: applies to --subject affinity"),
         (["--subject", "queue", "--picture"], "--picture: applies to --subject"),
         (["--coverage", "--bench"], "not allowed with argument"),
-        (["--coverage", "--profile", "weekly"], "argument --profile: invalid choice"),
+        (["--coverage", "--profile", "weekly"], "argument --settings: invalid choice"),
     ],
 )
 def test_bad_arguments_exit_two_with_one_line(

@@ -31,7 +31,7 @@ OUTPUT_SHOWN_MAX = 6_000
 
 
 @pytest.mark.slow
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.pinned
 def test_the_gate_passes_a_local_copy_of_the_pinned_crate(tmp_path: Path) -> None:
     """A verbatim copy of the pinned crate's source gates PASS, exit 0, no failure."""
@@ -48,7 +48,7 @@ def test_the_gate_passes_a_local_copy_of_the_pinned_crate(tmp_path: Path) -> Non
 
     completed = run_module(
         "ci.gate",
-        "--profile",
+        "--job",
         "pr",
         "--source",
         str(crate),

@@ -197,7 +197,7 @@ def test_our_verdict_names_the_failing_test_and_the_check() -> None:
     """A failing pytest run is `caught`, with the node id and the assertion prefix."""
     output = (
         "F\n"
-        "E       AssertionError: outcome: model Ok(None) != sut Ok(Target(1))\n"
+        "E       AssertionError: outcome: model Ok(None) != crate Ok(Target(1))\n"
         "FAILED stateful/test_affinity_machine.py::test_x - AssertionError: ...\n"
         "1 failed in 3.10s\n"
     )

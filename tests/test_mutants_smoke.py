@@ -28,7 +28,7 @@ import pytest
 from command_support import run_module
 
 from ci.build_local import (
-    describe_extension,
+    describe_binding,
     pinned_source,
     tree_environment,
 )
@@ -73,7 +73,7 @@ def test_the_binding_builds_against_a_local_copy_of_the_pinned_crate(
     )
     assert 0 == built.returncode, built.stderr[-3000:]
 
-    extension = describe_extension(tree)
+    binding = describe_binding(tree)
     machine = run_module(
         "pytest",
         *SMOKE_PYTEST_ARGS,
@@ -83,11 +83,11 @@ def test_the_binding_builds_against_a_local_copy_of_the_pinned_crate(
     )
 
     assert {"source": "path", "version": "1.6.1", "profile": "mutants"} == {
-        key: extension[key] for key in ("source", "version", "profile")
+        key: binding[key] for key in ("source", "version", "profile")
     }
-    assert str(tree) in extension["module"]
+    assert str(tree) in binding["module"]
     assert 0 == machine.returncode, machine.stdout[-3000:]
-    assert "registry" == describe_extension()["source"]
+    assert "registry" == describe_binding()["source"]
 
 
 def mutated_crate(mutant: Mutant) -> Path:
@@ -117,8 +117,8 @@ def test_the_machine_catches_a_binding_served_at_its_expiry_instant(
 
     result = smoke(default_work_dir(), tree)
 
-    assert "path" == result.extension["source"]
-    assert str(tree) in result.extension["module"]
+    assert "path" == result.binding["source"]
+    assert str(tree) in result.binding["module"]
     assert "caught" == result.verdict.outcome, result.verdict
     assert result.verdict.test_id.startswith("stateful/test_affinity_machine.py::")
     (folder,) = sorted((tree / "ci" / "artifacts").glob("*/latest"))

@@ -2,7 +2,7 @@
 
 `decide` is pure, so it is tested on recorded answers: those the suite printed
 for every target it was gated against (`ci/targets/`) and synthetic answers for
-schedules no target has shown yet. The installed extension's own answers must
+schedules no target has shown yet. The installed binding's own answers must
 equal the recorded ones for its target (the pinned crate in CI), so the probed
 table in docs/capabilities.md fails this test when the crate's behaviour departs
 from it.

@@ -151,7 +151,7 @@ class CounterSubject(Subject[int, CounterOp]):
         """A fresh counter."""
         return Counter(config)
 
-    def native_factory(self) -> Callable[[int], Any]:
+    def crate_factory(self) -> Callable[[int], Any]:
         """No crate behind a counter: a second model stands in."""
         return Counter
 
@@ -173,9 +173,9 @@ class CounterSubject(Subject[int, CounterOp]):
         del snapshot
         return int(api.total)
 
-    def difference(self, model_view: Any, sut_view: Any) -> str:
+    def difference(self, model_view: Any, crate_view: Any) -> str:
         """The two totals."""
-        return f"total: model {model_view} != sut {sut_view}"
+        return f"total: model {model_view} != crate {crate_view}"
 
 
 class CounterMachine(DifferentialMachine):
@@ -240,7 +240,7 @@ class CounterKind(TraceKind):
         """A second counter."""
         return Counter
 
-    def native_factory(self) -> Factory:
+    def crate_factory(self) -> Factory:
         """A second counter (no crate behind it)."""
         return Counter
 
@@ -330,7 +330,9 @@ def test_a_counter_trace_is_written_read_and_replayed(
     path = save(trace, tmp_path / "counter.json")
 
     loaded = load(path)
-    agrees = replay_cli.main([str(path), "--sut", "model"], Console(file=io.StringIO()))
+    agrees = replay_cli.main(
+        [str(path), "--against", "model"], Console(file=io.StringIO())
+    )
     caught = replay_cli.main(
         [str(path), "--canary", "forgetful_reset"], Console(file=io.StringIO())
     )

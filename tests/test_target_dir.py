@@ -260,10 +260,10 @@ def test_the_install_profile_is_release_semantics_without_the_optimizer() -> Non
     assert 0 == profile["opt-level"]
 
 
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.pinned
 def test_the_installed_binding_is_built_in_the_profile_the_readme_names() -> None:
-    """The extension reports pyproject's profile, unoptimized, without assertions."""
+    """The binding reports pyproject's profile, unoptimized, without assertions."""
     installed = _install_profile()
     readme = " ".join((REPO / "README.md").read_text("utf-8").split())
 

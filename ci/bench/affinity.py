@@ -43,7 +43,7 @@ from stateful.affinity_machine import AffinityMachine
 SUBJECT = "affinity"
 
 
-def corpus_traces(native: Factory) -> list[Trace]:
+def corpus_traces(crate: Factory) -> list[Trace]:
     """The committed affinity traces the pinned crate can build, by file name."""
     traces = []
     for path in corpus_files():
@@ -51,7 +51,7 @@ def corpus_traces(native: Factory) -> list[Trace]:
         if trace.header.subject != SUBJECT:
             continue
         try:
-            replay(trace, native, "native")
+            replay(trace, crate, "crate")
         except UsageError:  # e.g. a manual-clock trace: 1.6.1 has no manual clock
             continue
         traces.append(trace)
@@ -90,24 +90,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ci.bench.affinity: error: {error}", file=sys.stderr)
         return 2
     import ci.profiles  # noqa: F401, PLC0415 - loads the selected Hypothesis profile
-    from impl.adapter import NativeAffinity  # noqa: PLC0415 - after argument parsing
+    from impl.adapter import CrateAffinity  # noqa: PLC0415 - after argument parsing
 
     chosen = settings(max_examples=args.examples, derandomize=True, database=None)
     crate = machine_figures(
-        "machine, model vs crate", AffinityMachine, NativeAffinity, chosen
+        "machine, model vs crate", AffinityMachine, CrateAffinity, chosen
     )
     model = machine_figures(
         "machine, model vs model", AffinityMachine, ModelAffinity, chosen
     )
-    traces = corpus_traces(NativeAffinity)
+    traces = corpus_traces(CrateAffinity)
     replayed = replay_figures(
-        "replay, model vs crate", traces, NativeAffinity, args.rounds
+        "replay, model vs crate", traces, CrateAffinity, args.rounds
     )
     alone = replay_figures("replay, model vs model", traces, ModelAffinity, args.rounds)
     spread = parallel_machine_figures(
         f"machine, model vs crate, {args.workers} workers",
         AffinityMachine,
-        NativeAffinity,
+        CrateAffinity,
         chosen,
         args.workers,
     )

@@ -25,8 +25,8 @@ from model.queue.table import ModelPolicyQueue
 from model.queue.types import ClassConfig, Dispatch, Worker
 from stateful.queue_machine import QueueMachine
 from stateful.queue_subject import (
+    crate_factory,
     model_factory,
-    native_factory,
     profile_yaml,
 )
 
@@ -73,22 +73,22 @@ def _program(seed: int) -> list[QueueOp]:
     return ops
 
 
-def _replay_figures(workload: str, ops: list[QueueOp], *, native: bool) -> Figures:
+def _replay_figures(workload: str, ops: list[QueueOp], *, on_crate: bool) -> Figures:
     model = ModelPolicyQueue(CLASSES)
-    sut: PolicyQueueApi | None = None
-    if native:
-        from impl.adapter import NativePolicyQueue  # noqa: PLC0415 - native run only
+    crate: PolicyQueueApi | None = None
+    if on_crate:
+        from impl.adapter import CratePolicyQueue  # noqa: PLC0415 - crate run only
 
-        sut = NativePolicyQueue.from_yaml(profile_yaml(CLASSES, (False,) * 4))
+        crate = CratePolicyQueue.from_yaml(profile_yaml(CLASSES, (False,) * 4))
 
     def run() -> int:
         for op in ops:
             expected = apply_op(model, op)
-            if sut is not None:
-                actual = apply_op(sut, op)
+            if crate is not None:
+                actual = apply_op(crate, op)
                 if expected != actual:
                     raise AssertionError(f"{op}: model {expected} != crate {actual}")
-                if observe(model) != observe(sut):
+                if observe(model) != observe(crate):
                     raise AssertionError(f"{op}: states differ")
             else:
                 observe(model)
@@ -107,15 +107,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     import ci.profiles  # noqa: F401, PLC0415 - loads the selected Hypothesis profile
 
     ops = _program(seed=0)
-    crate = machine_figures("machine, model vs crate", QueueMachine, native_factory)
+    crate = machine_figures("machine, model vs crate", QueueMachine, crate_factory)
     model = machine_figures("machine, model vs model", QueueMachine, model_factory)
     print_table(
         "policy queue",
         (
             crate,
             model,
-            _replay_figures("fixed program, model vs crate", ops, native=True),
-            _replay_figures("fixed program, model only", ops, native=False),
+            _replay_figures("fixed program, model vs crate", ops, on_crate=True),
+            _replay_figures("fixed program, model only", ops, on_crate=False),
         ),
     )
     print(f"differential / model-only, CPU per step: {ratio(crate, model):.2f}")

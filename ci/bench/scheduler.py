@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from ci.bench.figures import machine_figures, print_table, ratio
 from ci.cli import OneLineParser, UsageError
 from stateful.scheduler_machine import SchedulerMachine
-from stateful.scheduler_subject import model_factory, native_factory
+from stateful.scheduler_subject import crate_factory, model_factory
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -26,7 +26,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     import ci.profiles  # noqa: F401, PLC0415 - loads the selected Hypothesis profile
 
-    crate = machine_figures("machine, model vs crate", SchedulerMachine, native_factory)
+    crate = machine_figures("machine, model vs crate", SchedulerMachine, crate_factory)
     model = machine_figures("machine, model vs model", SchedulerMachine, model_factory)
     print_table("scheduler", (crate, model))
     print(f"differential / model-only, CPU per step: {ratio(crate, model):.2f}")

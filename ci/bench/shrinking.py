@@ -131,12 +131,12 @@ class _Configs:
 
 def queue_bfs_steps(canary: str) -> int | None:
     """The queue explorer's shortest violation for a canary that is a model."""
-    from ci.canaries.queue import CANARIES, NATIVE_CANARIES  # noqa: PLC0415
+    from ci.canaries.queue import CANARIES, CRATE_CANARIES  # noqa: PLC0415
     from ci.explore.queue_graph import QUEUE_BOUNDS, explore  # noqa: PLC0415
     from ci.explore.shrink import shortest_violation  # noqa: PLC0415
     from model.queue.table import ModelPolicyQueue  # noqa: PLC0415
 
-    if canary in NATIVE_CANARIES:
+    if canary in CRATE_CANARIES:
         return None
 
     def model(configs: tuple[Any, ...]) -> ModelPolicyQueue:

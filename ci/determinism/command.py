@@ -284,8 +284,8 @@ def failing_pair(
             detail=f"failing check {checks}",
             test_cases=counts,
         )
-    sut = json.loads((first / "meta.json").read_text(encoding="utf-8"))["sut"]
-    canary = sut.removeprefix("canary:") if sut.startswith("canary:") else None
+    against = json.loads((first / "meta.json").read_text(encoding="utf-8"))["against"]
+    canary = against.removeprefix("canary:") if against.startswith("canary:") else None
     replays = [_replay_output(first, canary, seed) for seed in hash_seeds]
     if replays[0][0] != 1 or replays[0] != replays[1]:
         codes = f"exit {replays[0][0]} and {replays[1][0]}"

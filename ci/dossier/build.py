@@ -255,7 +255,7 @@ def replay_witness(row: Row, path: Path) -> None:
     except UsageError:  # the crate cannot build this table: the model can
         factory, label = factory_for(trace.kind, "model", None)
         result = replay(trace, factory, label)
-        row.replay_line = f"python -m ci.replay {shown} --sut model"
+        row.replay_line = f"python -m ci.replay {shown} --against model"
     failure = result.first_failure
     if failure is not None:
         row.replayed = (

@@ -375,10 +375,10 @@ def _bench(subject: str, bounds: Sequence[BoundLike], console: Console) -> int:
 
 def replay_bound(bound: Bound) -> ReplayResult:
     """Cover every edge of `bound` with root paths and replay them on the crate."""
-    from impl.adapter import NativeAffinity  # noqa: PLC0415 - only when replaying
+    from impl.adapter import CrateAffinity  # noqa: PLC0415 - only when replaying
 
     exploration = explore(bound)
-    return replay_paths(exploration, edge_cover_paths(exploration), NativeAffinity)
+    return replay_paths(exploration, edge_cover_paths(exploration), CrateAffinity)
 
 
 def replay_table(
@@ -665,7 +665,7 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     for name in COMMANDS:
         command.add_argument(f"--{name.replace('_', '-')}", action="store_true")
     parser.add_argument(
-        "--profile", choices=PROFILE_NAMES, help="Hypothesis profile for --coverage"
+        "--settings", choices=PROFILE_NAMES, help="Hypothesis profile for --coverage"
     )
     parser.add_argument("--out", type=Path, help="directory for --counterexamples")
     parser.add_argument(
@@ -702,8 +702,8 @@ def _check_options(args: argparse.Namespace) -> None:
     """Refuse an option the chosen command ignores; check outputs before work."""
     chosen = [name for name in COMMANDS if getattr(args, name)]
     command = chosen[0] if chosen else "check"
-    given = {"--json": args.json, "--out": args.out, "--profile": args.profile}
-    used_by = {"--json": "check", "--out": "counterexamples", "--profile": "coverage"}
+    given = {"--json": args.json, "--out": args.out, "--settings": args.settings}
+    used_by = {"--json": "check", "--out": "counterexamples", "--settings": "coverage"}
     for flag, value in sorted(given.items()):
         if value is not None and command != used_by[flag]:
             raise UsageError(f"{flag}: the {command} command does not use it")
@@ -747,7 +747,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.bench:
         return _bench(subject, bounds, console)
     if args.coverage:
-        return _coverage(subject, bounds, args.profile, console)
+        return _coverage(subject, bounds, args.settings, console)
     for name in OPTIONAL:
         if getattr(args, name):
             return explorer(subject).commands()[name](bounds, args, console)

@@ -13,7 +13,7 @@ space the randomized search reaches, with exact denominators.
 The machine runs model against model: its rules draw and guard on the model
 only, so the visited model states are the ones a run against the crate visits
 (up to a disagreement, which would fail that run anyway), without needing the
-extension or its cost.
+binding or its cost.
 
 Per rule, the denominator is the number of graph edges whose operation type the
 rule can emit (`RULE_OP_TYPES`); a rule that emits an undeclared type, or a

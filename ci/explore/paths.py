@@ -19,7 +19,7 @@ from ci.explore import search
 from ci.explore.graph import Exploration
 from ci.explore.search import ExplorationCapError, OpT
 from model.affinity.ops import Op
-from stateful.affinity_subject import AffinityHarness, SutFactory
+from stateful.affinity_subject import AffinityHarness, CrateFactory
 
 PATH_STEPS_MAX = 10_000
 """Cap on one covering path's length (each greedy step takes a new edge)."""
@@ -84,7 +84,7 @@ class ReplayResult:
 def replay_paths(
     exploration: Exploration,
     paths: list[list[Edge]],
-    factory: SutFactory,
+    factory: CrateFactory,
     failures_max: int = 10,
 ) -> ReplayResult:
     """Replay each path through a fresh harness; stop after `failures_max` failures."""

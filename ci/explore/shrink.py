@@ -133,7 +133,7 @@ class _CountingMachine(AffinityMachine):
 
 
 def hypothesis_shrunk_steps(canary: str, model_type: type[ModelAffinity]) -> int:
-    """Operations in the program Hypothesis reports for `model_type` as the SUT."""
+    """Operations in the program Hypothesis reports for `model_type` as the crate."""
     machine = cast(
         "type[_CountingMachine]",
         type(

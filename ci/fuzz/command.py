@@ -246,8 +246,10 @@ def trace_lines(test: TestResult) -> tuple[str, ...]:
     lines = []
     for line in test.replay:
         meta = _meta(line)
-        sut = "" if meta is None else str(meta.get("sut", ""))
-        canary = sut.removeprefix("canary:") if sut.startswith("canary:") else None
+        against = "" if meta is None else str(meta.get("against", ""))
+        canary = (
+            against.removeprefix("canary:") if against.startswith("canary:") else None
+        )
         lines.append(line if canary is None else f"{line} --canary {canary}")
     return tuple(lines)
 

@@ -178,7 +178,7 @@ class Config:
     work_dir: Path
     out_root: Path
     source: Path | None = None  # None: the pinned crate as cargo downloaded it
-    binding_profile: str = BINDING_PROFILES[0]
+    cargo_profile: str = BINDING_PROFILES[0]
 
     def crate_source(self) -> Path:
         """The dynamo-kv-router tree whose mutants this run tries."""

@@ -310,8 +310,8 @@ def _texts_problem(data: dict[str, Any]) -> str | None:
         crate_timeout_s, (int, float)
     ):
         return "config.crate_timeout_s: not a number"
-    if not isinstance(config.get("binding_profile", ""), str):
-        return "config.binding_profile: not a text"
+    if not isinstance(config.get("cargo_profile", ""), str):
+        return "config.cargo_profile: not a text"
     if not isinstance(data["mutant_set"].get("tool"), str):
         return "mutant_set.tool: not a text"
     return next(
@@ -479,7 +479,7 @@ def _merged(
                 "started_at": data["started_at"],
                 # Reports written before these settings existed built with
                 # release and gave the crate's side 180 s.
-                "binding_profile": data["config"].get("binding_profile", "release"),
+                "cargo_profile": data["config"].get("cargo_profile", "release"),
                 "crate_timeout_s": data["config"]["crate_timeout_s"],
                 "seconds": data["mutants_seconds"],
                 "setup_seconds": data["setup_seconds"],
@@ -609,7 +609,7 @@ def markdown(data: dict[str, Any], title: str) -> str:
                 row["planned"],
                 row["complete"],
                 f"`{row['git_commit'][:10]}`",
-                row["binding_profile"],
+                row["cargo_profile"],
                 f"{row['crate_timeout_s']:.0f}",
                 f"{row['setup_seconds'] / 60:.1f} + {row['seconds'] / 60:.1f}",
             )

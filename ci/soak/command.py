@@ -1,6 +1,6 @@
 """The false-alarm soak: the machines on the unmutated crate over many seeds.
 
-    python -m ci.soak --seeds N [--first-seed S] [--profile ci|nightly]
+    python -m ci.soak --seeds N [--first-seed S] [--settings ci|nightly]
                       [--jobs J] [--targets affinity,queue] [--examples N]
                       [--artifacts DIR] [--no-recheck]
     python -m ci.soak merge DIR... [--out DIR]
@@ -90,7 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--seeds", type=positive_int, required=True)
     parser.add_argument("--first-seed", type=positive_int, default=1)
-    parser.add_argument("--profile", choices=PROFILES, default="ci")
+    parser.add_argument("--settings", choices=PROFILES, default="ci")
     parser.add_argument("--jobs", "-j", type=positive_int, default=2)
     parser.add_argument("--targets", default=",".join(CRATE_TARGETS))
     parser.add_argument(
@@ -440,14 +440,14 @@ def soak(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
     folder = root / "soak" / utc_stamp()
     folder.mkdir(parents=True)
     _point_latest(folder)
-    examples = arguments.examples or EXAMPLES[arguments.profile]
-    config = RunConfig(base=f"{arguments.profile}-seeded", max_examples=examples)
+    examples = arguments.examples or EXAMPLES[arguments.settings]
+    config = RunConfig(base=f"{arguments.settings}-seeded", max_examples=examples)
     seeds = range(arguments.first_seed, arguments.first_seed + arguments.seeds)
     state = Soak(
         settings={
-            "profile": f"{arguments.profile}-seeded",
+            "profile": f"{arguments.settings}-seeded",
             "max_examples": examples,
-            "stateful_step_count": RULES_PER_PROGRAM[arguments.profile],
+            "stateful_step_count": RULES_PER_PROGRAM[arguments.settings],
             "targets": {target.name: target.nodeid for target in targets},
             "first_seed": arguments.first_seed,
             "seeds": arguments.seeds,
