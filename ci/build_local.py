@@ -23,7 +23,7 @@ Commands::
     python -m ci.build_local --source PATH [--features manual-clock,...]
     DYNAMO_KV_ROUTER_PATH=PATH python -m ci.build_local
     python -m ci.build_local --source PATH --into /tmp/tree
-    python -m ci.build_local --source PATH --profile release   # optimized
+    python -m ci.build_local --source PATH --cargo-profile release   # optimized
     python -m ci.build_local --pinned    # back to crates.io: pip install -e .
 
 The work folder defaults to `~/.cache/dynamo-verify` (`DYNAMO_VERIFY_WORK`
@@ -65,7 +65,7 @@ from properties.citations import CRATE_NAME, downloaded_crate
 REPO = Path(__file__).resolve().parent.parent
 IMPL = REPO / "impl"
 SOURCE_ENV = "DYNAMO_KV_ROUTER_PATH"
-EXTENSION_NAME = "_native.abi3.so"
+BINDING_FILE = "_native.abi3.so"
 # Files of impl/ that make up the Rust crate; the Python files stay in the tree.
 BINDING_FILES = ("Cargo.toml", "Cargo.lock", "build.rs", "rust-toolchain.toml")
 # Always on: maturin adds it from pyproject.toml for `pip install -e .`.
@@ -87,7 +87,7 @@ TREE_IGNORED_NAMES = frozenset(
 )
 TREE_IGNORED_PATHS = frozenset({"ci/artifacts"})
 BUILD_TIMEOUT_S_DEFAULT = 1_800
-PROFILES = (INSTALL_PROFILE, "release")
+CARGO_PROFILES = (INSTALL_PROFILE, "release")
 """Cargo profiles of impl/Cargo.toml a build may use. The first, the default, is
 every build's on a machine (the install's, pyproject.toml's `[tool.maturin]
 profile`, the sweep's, the smoke's and the Rust export's), so the dependencies
@@ -170,7 +170,7 @@ class LocalBuild:
     target_dir: Path  # CARGO_TARGET_DIR: the shared one (ci.target_dir)
     features: tuple[str, ...] = ()  # binding features, e.g. "manual-clock"
     impl_dir: Path = IMPL  # the binding's sources: impl/, or a snapshot's copy
-    profile: str = PROFILES[0]  # a cargo profile of impl/Cargo.toml
+    profile: str = CARGO_PROFILES[0]  # a cargo profile of impl/Cargo.toml
 
     @property
     def wheel_dir(self) -> Path:
@@ -180,7 +180,7 @@ class LocalBuild:
     @property
     def binding(self) -> Path:
         """The built binding module, taken out of the wheel."""
-        return self.binding_dir / "out" / EXTENSION_NAME
+        return self.binding_dir / "out" / BINDING_FILE
 
 
 def stage_binding(build: LocalBuild) -> None:
@@ -685,7 +685,7 @@ def copy_python_tree(destination: Path) -> None:
 
 def install_binding(binding: Path, tree: Path) -> Path:
     """Put the built module where `import impl._native` finds it inside `tree`."""
-    target = tree / "impl" / EXTENSION_NAME
+    target = tree / "impl" / BINDING_FILE
     replace_atomically(target, binding.read_bytes())
     return target
 
@@ -694,7 +694,7 @@ def tree_environment(tree: Path) -> dict[str, str]:
     """Environment that imports this project from `tree`, not from the checkout.
 
     `PYTHONPATH` precedes the editable install's `.pth` entry on `sys.path`.
-    The choice of system under test and profile is left to the command line.
+    The choice of system under test and settings is left to the command line.
     """
     environment = dict(os.environ)
     environment.pop("VERIFY_AGAINST", None)
@@ -750,6 +750,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m ci.build_local",
         description="Build impl._native against a local dynamo-kv-router tree.",
     )
+    parser.renamed("--profile", "--cargo-profile")  # old spelling, refused
     parser.add_argument(
         "--source",
         type=Path,
@@ -769,10 +770,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument(
-        "--profile",
-        choices=PROFILES,
+        "--cargo-profile",
+        choices=CARGO_PROFILES,
         default=None,
-        help=f"cargo profile of impl/Cargo.toml (default {PROFILES[0]}, the "
+        help=f"cargo profile of impl/Cargo.toml (default {CARGO_PROFILES[0]}, the "
         "install's; release adds the optimizer)",
     )
     parser.add_argument(
@@ -789,7 +790,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                 ("--features", args.features),
                 ("--into", args.into),
                 ("--work-dir", args.work_dir),
-                ("--profile", args.profile),
+                ("--cargo-profile", args.cargo_profile),
             )
             if value
         ]
@@ -835,7 +836,7 @@ def _main(argv: list[str] | None) -> int:
         binding_dir=work / "binding",
         target_dir=shared_target_dir(args.work_dir),
         features=features,
-        profile=args.profile or PROFILES[0],
+        profile=args.cargo_profile or CARGO_PROFILES[0],
     )
     if seed_target_dir(build.target_dir, build.profile):
         print(f"seeded {build.target_dir} from impl/target/{build.profile}")

@@ -119,6 +119,7 @@ def check_outputs(arguments: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
     parser = OneLineParser(prog=f"python -m {PROG}", description="Run the CI gate.")
+    parser.renamed("--profile", "--job")  # old spelling, refused
     parser.add_argument("--job", required=True, choices=sorted(JOB_SETTINGS))
     parser.add_argument("--junit", type=Path, default=None, help="JUnit XML path")
     parser.add_argument(

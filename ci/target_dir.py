@@ -6,7 +6,7 @@ dependencies (tokio, axum, zeromq's C++ sources, ...): the binding that
 `ci.gate --source`), the mutation sweep's and the smoke mutant's bindings, and
 the Rust export's scratch projects (`ci/replay/rust/cargo.py`). They all use
 one `CARGO_TARGET_DIR` and one cargo profile (impl/Cargo.toml's `mutants`:
-`ci.build_local.PROFILES[0]`), so each dependency compiles once per machine,
+`ci.build_local.CARGO_PROFILES[0]`), so each dependency compiles once per machine,
 and a second clone compiles only the binding's own sources (a path package:
 its artifacts are named after the clone's path) and, for another interpreter,
 pyo3's build configuration:
@@ -46,6 +46,7 @@ import fcntl
 import os
 import shutil
 import sys
+import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -60,7 +61,13 @@ PROG: Final[str] = "ci.target_dir"
 INSTALL_PROFILE: Final[str] = "mutants"
 """impl/Cargo.toml's profile of every build of the crate: pyproject.toml's
 `[tool.maturin] profile`, and the default of the other builds."""
-BINDING_PACKAGE: Final[str] = "dynamo-verify-native"
+BINDING_PACKAGE: Final[str] = tomllib.loads(
+    (Path(__file__).resolve().parent.parent / "impl" / "Cargo.toml").read_text(
+        encoding="utf-8"
+    )
+)["package"]["name"]
+"""The binding's cargo package, as impl/Cargo.toml names it (its build outputs
+under the target folder carry the name)."""
 BINDING_LIBRARY: Final[str] = "lib_native.so"
 
 

@@ -33,10 +33,17 @@ Op = TypeVar("Op")  # a subject's operation
 
 AGAINST_ENV = "VERIFY_AGAINST"
 AGAINST_NAMES = ("crate", "model")
+OLD_AGAINST_ENV = "VERIFY_SUT"  # old spelling, refused
 
 
 def against_name() -> str:
-    """The system under test named by `VERIFY_AGAINST` (`crate` unless told)."""
+    """The system under test named by `VERIFY_AGAINST` (`crate` unless told).
+
+    The variable's old name is refused, never read: a run that sets it
+    expecting the model would otherwise drive the crate without a word.
+    """
+    if OLD_AGAINST_ENV in os.environ:
+        raise ValueError(f"{OLD_AGAINST_ENV} is now {AGAINST_ENV} (crate or model)")
     name = os.environ.get(AGAINST_ENV, "crate")
     if name not in AGAINST_NAMES:
         raise ValueError(

@@ -22,9 +22,11 @@ from ci.replay.artifacts import (
     LATEST,
     TARGET_TREE_ENV,
     against_label,
+    artifact_replay,
     artifact_repro,
     folder_name_for,
     program_lines,
+    recorded_against,
     replay_command,
     reproductions,
     write_artifacts,
@@ -35,6 +37,7 @@ from ci.replay.trace import load
 from model.affinity.ops import Release
 from stateful import capture
 from stateful.affinity_machine import AffinityMachine
+from stateful.harness import against_name
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM_TIMEOUT_S = 120
@@ -96,7 +99,7 @@ def test_outside_hypothesis_nothing_is_tracked() -> None:
 
 def test_the_folder_is_named_by_test_and_stamp(folder: Path, tmp_path: Path) -> None:
     """`<root>/<test>/<stamp>/`, the test name made file-system safe."""
-    assert tmp_path / "test_the_machine-native" / STAMP == folder
+    assert tmp_path / "test_the_machine-crate" / STAMP == folder
 
 
 def test_the_folder_holds_trace_program_failure_and_meta(folder: Path) -> None:
@@ -351,3 +354,45 @@ def test_a_failure_outside_a_step_names_the_exception_as_the_check(
         f"AssertionError: {str(error).splitlines()[0]}"
         == meta["failing_check"]["difference"]
     )
+
+
+# old spelling: begin (the rename script leaves this region alone)
+@pytest.mark.parametrize(
+    ("meta", "against"),
+    [
+        (
+            {"against": "crate (dynamo-kv-router 1.6.1)"},
+            "crate (dynamo-kv-router 1.6.1)",
+        ),
+        ({"sut": "native (dynamo-kv-router 1.6.1)"}, "crate (dynamo-kv-router 1.6.1)"),
+        ({"sut": "native"}, "crate"),
+        ({"sut": "canary:late_expiry"}, "canary:late_expiry"),
+        ({"sut": "model"}, "model"),
+        ({}, ""),
+    ],
+)
+def test_an_artifact_written_before_the_renames_names_what_it_ran_against(
+    meta: dict[str, str], against: str
+) -> None:
+    """`meta.json`'s old key `sut` and old label `native` read as `against`, crate."""
+    assert against == recorded_against(meta)
+
+
+def test_an_old_artifacts_replay_line_names_its_canary(tmp_path: Path) -> None:
+    """The line to paste for an artifact whose meta says `sut`: the canary kept."""
+    (tmp_path / "meta.json").write_text(json.dumps({"sut": "canary:late_expiry"}))
+
+    assert artifact_replay(tmp_path).endswith(" --canary late_expiry")
+
+
+def test_the_old_environment_variable_is_refused_naming_the_new(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`VERIFY_SUT` is never read as a choice: the run stops and names the new name."""
+    monkeypatch.setenv("VERIFY_SUT", "model")
+
+    with pytest.raises(ValueError, match=r"^VERIFY_SUT is now VERIFY_AGAINST"):
+        against_name()
+
+
+# old spelling: end

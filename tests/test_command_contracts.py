@@ -387,3 +387,56 @@ def test_a_folder_without_write_access_is_refused(
     assert f"--artifacts {tmp_path / 'out'}: {tmp_path} is not writable" == str(
         refused.value
     )
+
+
+# old spelling: begin (the rename script leaves this region alone)
+RENAMED: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("ci.replay", (TRACE, "--sut", "model"), "--sut is now --against"),
+    ("ci.replay", (TRACE, "--sut=native"), "--sut is now --against"),
+    ("ci.replay.minimize", (TRACE, "--sut", "model"), "--sut is now --against"),
+    ("ci.gate", ("--profile", "pr"), "--profile is now --job"),
+    ("ci.soak", ("--seeds", "1", "--profile", "ci"), "--profile is now --settings"),
+    ("ci.explore", ("--coverage", "--profile", "ci"), "--profile is now --settings"),
+    ("ci.build_local", ("--profile", "release"), "--profile is now --cargo-profile"),
+    (
+        "ci.mutants",
+        ("--list", "--binding-profile", "release"),
+        "--binding-profile is now --cargo-profile",
+    ),
+)
+"""Every option renamed by the one-word-per-concept change (old spelling), and
+what each command says instead of running."""
+
+
+@pytest.mark.parametrize(
+    ("module", "argv", "says"),
+    [pytest.param(*case, id=f"{case[0]} {' '.join(case[1])}") for case in RENAMED],
+)
+def test_an_old_option_is_refused_in_one_line_naming_the_new(
+    module: str, argv: tuple[str, ...], says: str
+) -> None:
+    """Exit 2 and `MODULE: error: OLD is now NEW`, before any other check."""
+    completed = run_module(module, *argv, timeout_s=COMMAND_TIMEOUT_S)
+
+    assert 2 == completed.returncode, completed.stderr
+    assert [f"{module}: error: {says}"] == completed.stderr.splitlines()
+
+
+def test_pytest_refuses_the_old_option_naming_the_new() -> None:
+    """The suite's own option too: `pytest --sut` is a usage error (old spelling)."""
+    completed = run_module(
+        "pytest",
+        "--sut",
+        "model",
+        "--collect-only",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        timeout_s=COMMAND_TIMEOUT_S,
+    )
+
+    assert pytest.ExitCode.USAGE_ERROR == completed.returncode, completed.stderr
+    assert "--sut is now --against (crate or model)" in completed.stderr
+
+
+# old spelling: end

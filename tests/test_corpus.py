@@ -40,7 +40,7 @@ def test_the_corpus_holds_the_hand_written_scenarios() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=lambda path: path.stem)
 def test_a_corpus_trace_replays_without_divergence(path: Path) -> None:
-    """Today's model gives the recorded answers; the crate agrees; nothing is violated."""
+    """Today's model gives the recorded answers; the crate agrees; none violated."""
     trace = load(path)
     against = against_name()
     if against == "model":

@@ -2,7 +2,7 @@
 
 The gate builds the binding against the copy (minutes of Rust compilation),
 copies the Python tree beside the build (a plain folder, no git checkout) and
-runs the `pr` profile there with the tests marked `pinned` left out. The copy is
+runs the `pr` job there with the tests marked `pinned` left out. The copy is
 the pinned crate byte for byte, so every test that runs must pass: a failure
 would be a test judging something other than the tree (the checkout, the
 installed build), which is what a Dynamo developer gating a correct change

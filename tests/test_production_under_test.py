@@ -39,7 +39,7 @@ def test_the_readme_table_is_generated_from_the_declared_rows() -> None:
     assert production.markdown() in text
 
 
-def test_the_extension_is_built_against_the_pinned_crates_io_version() -> None:
+def test_the_binding_is_built_against_the_pinned_crates_io_version() -> None:
     """The binding reports the crate version and source the table declares."""
     assert production.CRATE_VERSION == adapter.CRATE_VERSION
     assert adapter.CRATE_SOURCE == "registry"

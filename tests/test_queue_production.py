@@ -50,7 +50,7 @@ def _crate_source() -> str:
 
 
 @pytest.mark.pinned
-def test_the_extension_binds_dynamo_kv_router_1_6_1_from_crates_io() -> None:
+def test_the_binding_binds_dynamo_kv_router_1_6_1_from_crates_io() -> None:
     """The binding was built against the pinned release, not a source tree."""
     from impl import adapter  # noqa: PLC0415 - crate tests only
 

@@ -1,7 +1,7 @@
 """Affinity replicas over a faulty network: the machine, its trace kind, its checks.
 
 The machine runs two or three tables (the crate unless `VERIFY_AGAINST=model`),
-each beside its own reference model, under the loaded profile's replica budget
+each beside its own reference model, under the loaded settings's replica budget
 (`ci.profiles.replica_network_settings`). The trace kind `replica` records,
 replays and minimizes network programs; a canary's failure leaves an artifact
 that `python -m ci.replay` replays.

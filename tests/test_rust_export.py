@@ -340,7 +340,7 @@ def test_out_writes_the_test_that_stdout_would_show(tmp_path: Path) -> None:
 
 def test_a_trace_in_an_artifact_folder_is_named_after_its_test(tmp_path: Path) -> None:
     """`<test>/<stamp>/minimal.json` exports as `fn <test>_minimal()`."""
-    folder = tmp_path / "test_the_machine-native" / "20260101T000000Z"
+    folder = tmp_path / "test_the_machine-crate" / "20260101T000000Z"
     config = AffinityConfig(ttl_ns=SECOND_NS)
     ops = (Acquire("a"), Commit(1, Target(1)), Release(2))
     save(record(config, ("a",), ops, "x"), folder / "minimal.json")

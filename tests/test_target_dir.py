@@ -21,7 +21,7 @@ import pytest
 from command_support import REPO, run_module
 
 from ci import build_local, order
-from ci.mutants.plan import BINDING_PROFILES, pinned_toolchain
+from ci.mutants.plan import CARGO_PROFILES, pinned_toolchain
 from ci.replay.rust import cargo
 from ci.target_dir import (
     INSTALL_PROFILE,
@@ -242,9 +242,9 @@ def test_every_build_of_the_crate_defaults_to_the_installs_profile(
 
     assert "mutants" == installed
     assert installed == INSTALL_PROFILE
-    assert installed == build_local.PROFILES[0]
+    assert installed == build_local.CARGO_PROFILES[0]
     assert installed == local.profile
-    assert installed == BINDING_PROFILES[0]
+    assert installed == CARGO_PROFILES[0]
     assert installed == cargo.PROFILE
 
 

@@ -4,7 +4,7 @@
                              [--seed S] [--examples N] [--hash-seeds A,B]
 
 Every run is a fresh `python -m pytest` process on one target's test
-(`ci.trust.targets`) under `ci-seeded` (the `ci` profile's sizes, randomized)
+(`ci.trust.targets`) under `ci-seeded` (the `ci` settings' sizes, randomized)
 with `--hypothesis-seed=S`; the two runs of a pair differ only in
 `PYTHONHASHSEED` (default 0 and 1), as two machines would.
 
@@ -51,6 +51,7 @@ from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     artifacts_root,
     folder_of_replay_line,
+    recorded_against,
     utc_stamp,
 )
 from ci.trust import runner
@@ -284,7 +285,9 @@ def failing_pair(
             detail=f"failing check {checks}",
             test_cases=counts,
         )
-    against = json.loads((first / "meta.json").read_text(encoding="utf-8"))["against"]
+    against = recorded_against(
+        json.loads((first / "meta.json").read_text(encoding="utf-8"))
+    )
     canary = against.removeprefix("canary:") if against.startswith("canary:") else None
     replays = [_replay_output(first, canary, seed) for seed in hash_seeds]
     if replays[0][0] != 1 or replays[0] != replays[1]:

@@ -397,7 +397,7 @@ def as_markdown(document: Mapping[str, Any]) -> str:
     lines = [
         INTRO,
         (
-            f"Run: profile `{run.get('profile', '?')}`, crate {run.get('crate', '?')}, "
+            f"Run: gate job `{run.get('job', '?')}`, crate {run.get('crate', '?')}, "
             f"machines: {', '.join(run.get('machines', [])) or 'none'}."
         ),
         "",

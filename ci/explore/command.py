@@ -100,7 +100,7 @@ from ci.explore.shrink import (
     write_trace,
 )
 from ci.inputs import InputError, at, expect_int, expect_object, read_json
-from ci.profiles import PROFILE_NAMES, selected_profile
+from ci.profiles import SETTINGS_NAMES, selected_profile
 from properties import properties
 
 __all__ = [
@@ -659,13 +659,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The parsed command line; `UsageError` (one line) for bad arguments."""
     parser = OneLineParser(prog="python -m ci.explore")
     choices = [found.name for found in subjects.explorable()]
+    parser.renamed("--profile", "--settings")  # old spelling, refused
     parser.add_argument("--subject", choices=choices, default=DEFAULT_SUBJECT)
     parser.add_argument("--bound", action="append", metavar="NAME")
     command = parser.add_mutually_exclusive_group()
     for name in COMMANDS:
         command.add_argument(f"--{name.replace('_', '-')}", action="store_true")
     parser.add_argument(
-        "--settings", choices=PROFILE_NAMES, help="Hypothesis profile for --coverage"
+        "--settings", choices=SETTINGS_NAMES, help="Hypothesis profile for --coverage"
     )
     parser.add_argument("--out", type=Path, help="directory for --counterexamples")
     parser.add_argument(

@@ -6,7 +6,7 @@
     python -m ci.fuzz --replay TARGET [--redis URL] [--db DIR]
 
 Each worker runs batches: one fresh `python -m pytest` process on one target's
-test (`ci.trust.targets`) under the `fuzz` profile (`ci/profiles.py`), with a
+test (`ci.trust.targets`) under the `fuzz` settings (`ci/profiles.py`), with a
 new seed, `--examples` programs of `--runs` runs of operations, and the shared example
 database (`ci.trust.database`: Redis if `--redis`, always the local directory
 `--db` beside it). Workers take the targets in turn. A batch that fails with a
@@ -63,6 +63,7 @@ from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     artifacts_root,
     folder_of_replay_line,
+    recorded_against,
     utc_stamp,
 )
 from ci.trust import runner
@@ -246,7 +247,7 @@ def trace_lines(test: TestResult) -> tuple[str, ...]:
     lines = []
     for line in test.replay:
         meta = _meta(line)
-        against = "" if meta is None else str(meta.get("against", ""))
+        against = "" if meta is None else recorded_against(meta)
         canary = (
             against.removeprefix("canary:") if against.startswith("canary:") else None
         )

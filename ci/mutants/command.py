@@ -77,7 +77,7 @@ from ci.mutants.cargo_mutants import (
 )
 from ci.mutants.operators import TARGET_FILES
 from ci.mutants.plan import (
-    BINDING_PROFILES,
+    CARGO_PROFILES,
     CRATE_TIMEOUT_S_DEFAULT,
     PYTEST_OPTIONS_DEFAULT,
     Config,
@@ -155,6 +155,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         prog=PROG,
         description="Mutation sweep of the suite against dynamo-kv-router.",
     )
+    parser.renamed("--binding-profile", "--cargo-profile")  # old spelling, refused
     parser.add_argument("--list", action="store_true", help="print the plan and diffs")
     parser.add_argument(
         "--smoke",
@@ -217,8 +218,8 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
     )
     parser.add_argument(
         "--cargo-profile",
-        choices=BINDING_PROFILES,
-        default=BINDING_PROFILES[0],
+        choices=CARGO_PROFILES,
+        default=CARGO_PROFILES[0],
         help="cargo profile of the mutant builds: mutants (release semantics, "
         "no optimizer: seconds per rebuild; as installed) or release (optimized)",
     )

@@ -27,7 +27,7 @@ from ci.mutants.judge import (
 from ci.mutants.operators import Mutant
 from ci.mutants.plan import (
     AFFINITY_RS,
-    BINDING_PROFILES,
+    CARGO_PROFILES,
     PYTEST_OPTIONS_DEFAULT,
     MutantsError,
     apply_mutant,
@@ -93,7 +93,7 @@ def smoke(work_dir: Path, tree: Path) -> SmokeResult:
     `tree` receives the copy of our Python tree with the mutant's binding, so
     the editable install is left alone.
 
-    The build is the sweep's (`BINDING_PROFILES[0]`, the `mutants` profile of
+    The build is the sweep's (`CARGO_PROFILES[0]`, the `mutants` cargo profile of
     impl/Cargo.toml). The work folder `work_dir/smoke` keeps its own crate copy;
     the target dir is the machine's shared one (`ci/target_dir.py`), so the
     dependencies compile once for the sweep, the smoke and the Rust export, and
@@ -107,7 +107,7 @@ def smoke(work_dir: Path, tree: Path) -> SmokeResult:
             source=crate,
             binding_dir=work / "binding",
             target_dir=shared_target_dir(work_dir),
-            profile=BINDING_PROFILES[0],
+            profile=CARGO_PROFILES[0],
         )
         apply_mutant(crate, mutant)
         try:

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import hypothesis
 import pytest
@@ -210,6 +210,22 @@ TARGET_TREE_ENV = "VERIFY_TARGET_TREE"
 """Set by `ci.gate --source`: the Python tree whose binding the run used."""
 
 
+OLD_WORDS: Final[dict[str, str]] = {"sut": "against", "native": "crate"}  # old spelling
+"""What artifacts written before the renames say, and the word now."""
+
+
+def recorded_against(meta: dict[str, Any]) -> str:
+    """The system an artifact's `meta.json` says it ran against (`""`: unsaid).
+
+    Artifacts written before the renames keep loading: their key and the
+    crate's label are read through `OLD_WORDS`.
+    """
+    old = {new: old for old, new in OLD_WORDS.items()}
+    label = str(meta.get("against", meta.get(old["against"], "")))
+    first, _, rest = label.partition(" ")
+    return " ".join(filter(None, (OLD_WORDS.get(first, first), rest)))
+
+
 def replay_command(path: Path, against: str = "") -> str:
     """`python -m ci.replay <path>`, relative to the working directory if inside.
 
@@ -247,7 +263,7 @@ def artifact_replay(folder: Path) -> str:
         return replay_command(folder)
     minimal = folder / MINIMAL_FILE
     target = minimal if minimal.is_file() else folder
-    return replay_command(target, str(meta.get("against", "")))
+    return replay_command(target, recorded_against(meta))
 
 
 def artifact_repro(folder: Path) -> str:

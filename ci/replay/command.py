@@ -85,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog=f"python -m {PROG}",
         description="Replay a trace against the model and a system under test.",
     )
+    parser.renamed("--sut", "--against")  # old spelling, refused
     parser.add_argument("path", type=Path, help="a trace file or an artifact folder")
     parser.add_argument(
         "--against",

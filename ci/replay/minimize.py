@@ -1,6 +1,7 @@
 """Minimize a failing trace by deleting steps (delta debugging), outside Hypothesis.
 
-    python -m ci.replay.minimize PATH [--against crate|model] [--canary NAME] [--out FILE]
+    python -m ci.replay.minimize PATH [--against crate|model] [--canary NAME]
+                                      [--out FILE]
 
 writes the smallest failing sub-program found next to PATH (`minimal.json` in
 an artifact folder, `<name>.min.json` beside a trace file) unless `--out` says

@@ -72,7 +72,7 @@ from ci.trust.targets import (
 )
 
 PROG: Final[str] = "ci.soak"
-PROFILES: Final[tuple[str, ...]] = ("ci", "nightly")
+SETTINGS_CHOICES: Final[tuple[str, ...]] = ("ci", "nightly")
 SEEDS_MAX: Final[int] = 1_000_000
 JOBS_MAX: Final[int] = 64
 REPORT_FILE: Final[str] = "report.json"
@@ -88,9 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog=f"python -m {PROG}", description=__doc__.splitlines()[0]
     )
+    parser.renamed("--profile", "--settings")  # old spelling, refused
     parser.add_argument("--seeds", type=positive_int, required=True)
     parser.add_argument("--first-seed", type=positive_int, default=1)
-    parser.add_argument("--settings", choices=PROFILES, default="ci")
+    parser.add_argument("--settings", choices=SETTINGS_CHOICES, default="ci")
     parser.add_argument("--jobs", "-j", type=positive_int, default=2)
     parser.add_argument("--targets", default=",".join(CRATE_TARGETS))
     parser.add_argument(
