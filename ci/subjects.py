@@ -5,7 +5,7 @@ affinity table, the policy queue, affinity replicas over a network). Everything
 `ci/` needs to know about one lives in its `SubjectEntry`:
 
     name         the word properties, traces and statistics use for the subject
-    harness      its `stateful.harness.Subject` class (how one step is judged)
+    subject      its `stateful.harness.Subject` class (how one step is judged)
     machine      its differential machine (`stateful.machine.DifferentialMachine`)
     trace_kind   its `ci.replay.trace.TraceKind` (reads, writes, replays traces)
     canaries     its module of deliberately broken systems: `CANARIES` (name ->
@@ -136,7 +136,7 @@ class SubjectEntry:
 
     name: str
     description: str
-    harness: Callable[[], type[Subject[Any, Any]]]
+    subject: Callable[[], type[Subject[Any, Any]]]
     machine: Callable[[], type[DifferentialMachine]]
     trace_kind: Callable[[], Any]
     """Loads the subject's `ci.replay.trace.TraceKind` (which imports this module)."""
@@ -146,9 +146,9 @@ class SubjectEntry:
     gate_tables: tuple[Callable[[], GateTable], ...] = ()
     targets: tuple[Target, ...] = field(default=())
 
-    def harness_subject(self) -> type[Subject[Any, Any]]:
+    def subject_class(self) -> type[Subject[Any, Any]]:
         """The harness's `Subject` class (imports the subject's stateful module)."""
-        return self.harness()
+        return self.subject()
 
     def kind(self) -> Any:
         """The subject's trace kind (a `ci.replay.trace.TraceKind`)."""
@@ -191,7 +191,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
     SubjectEntry(
         name="affinity",
         description="SessionAffinity: leases, commits, waiters and the idle TTL",
-        harness=lazy("stateful.affinity_subject", "AffinitySubject"),
+        subject=lazy("stateful.affinity_subject", "AffinitySubject"),
         machine=lazy("stateful.affinity_machine", "AffinityMachine"),
         trace_kind=lazy("ci.replay.affinity", "KIND"),
         canaries=lazy("ci.canaries.affinity"),
@@ -222,7 +222,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
     SubjectEntry(
         name="queue",
         description="PolicyQueue: weighted deficit round robin over request classes",
-        harness=lazy("stateful.queue_subject", "QueueSubject"),
+        subject=lazy("stateful.queue_subject", "QueueSubject"),
         machine=lazy("stateful.queue_machine", "QueueMachine"),
         trace_kind=lazy("ci.replay.queue", "KIND"),
         canaries=lazy("ci.canaries.queue"),
@@ -260,7 +260,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
     SubjectEntry(
         name="scheduler",
         description="LocalScheduler: admission, rechecks, due times and cancellations",
-        harness=lazy("stateful.scheduler_subject", "SchedulerSubject"),
+        subject=lazy("stateful.scheduler_subject", "SchedulerSubject"),
         machine=lazy("stateful.scheduler_machine", "SchedulerMachine"),
         trace_kind=lazy("ci.replay.scheduler", "KIND"),
         canaries=lazy("ci.canaries.scheduler"),
@@ -292,7 +292,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
     SubjectEntry(
         name="replica",
         description="SessionAffinity replicas exchanging versioned bindings",
-        harness=lazy("stateful.replica_subject", "ReplicaSubject"),
+        subject=lazy("stateful.replica_subject", "ReplicaSubject"),
         machine=lazy("stateful.replica_network", "ReplicaNetworkMachine"),
         trace_kind=lazy("ci.replay.replica", "KIND"),
         canaries=lazy("ci.canaries.replica"),

@@ -25,7 +25,7 @@ from model.affinity.ops import Op, Outcome, outcome_of
 from model.affinity.table import AffinityState, ModelAffinity, WaiterHandle
 from model.affinity.types import AffinityConfig, Published, Target
 from model.errors import AffinityError, HandleError
-from properties.registry import Subject as SubjectName
+from properties.registry import SubjectName
 from stateful.harness import Harness, Subject
 
 CrateFactory = Callable[[AffinityConfig], AffinityApi]

@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from properties import Step
-from properties.registry import Over, evaluate
-from properties.registry import Subject as SubjectName
+from properties.registry import Over, SubjectName, evaluate
 
 C = TypeVar("C")  # a subject's configuration
 Op = TypeVar("Op")  # a subject's operation

@@ -32,8 +32,7 @@ from model.queue.ops import Enqueue, QueueOp, QueueOutcome, Rebuild
 from model.queue.table import ModelPolicyQueue, QueueState
 from model.queue.types import ClassConfig, QueuePolicy, Worker
 from properties.queue import QueueView
-from properties.registry import Over, Step
-from properties.registry import Subject as SubjectName
+from properties.registry import Over, Step, SubjectName
 from stateful.harness import Harness, Subject
 
 QueueFactory = Callable[["ProfileSpec"], PolicyQueueApi]

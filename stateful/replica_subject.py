@@ -55,8 +55,7 @@ from model.replica.ops import (
     Partition,
 )
 from properties.affinity.network import replicated_sessions
-from properties.registry import Step
-from properties.registry import Subject as SubjectName
+from properties.registry import Step, SubjectName
 from stateful.affinity_subject import (
     AffinityHarness,
     CrateFactory,

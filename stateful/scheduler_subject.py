@@ -35,8 +35,7 @@ from model.scheduler.api import (
 from model.scheduler.ops import SchedulerOp, SchedulerOutcome
 from model.scheduler.table import ModelScheduler, SchedulerState
 from model.scheduler.types import SchedulerConfig
-from properties.registry import Over, Step
-from properties.registry import Subject as SubjectName
+from properties.registry import Over, Step, SubjectName
 from properties.scheduler.invariants import SchedulerView
 from stateful.harness import Harness, Subject
 

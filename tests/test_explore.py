@@ -61,7 +61,7 @@ FIRST_VIOLATED_IN = {
 
 def _nightly_only() -> None:
     if selected_profile() != "nightly":
-        pytest.skip("larger bound: runs under the nightly profile")
+        pytest.skip("larger bound: runs under the nightly settings")
 
 
 @cache

@@ -67,7 +67,7 @@ CI_BOUNDS = tuple(scheduler_bound_named(name) for name in CI_SCHEDULER_BOUNDS)
 
 def _nightly_only() -> None:
     if selected_profile() != "nightly":
-        pytest.skip("larger bound: runs under the nightly profile")
+        pytest.skip("larger bound: runs under the nightly settings")
 
 
 @cache

@@ -408,13 +408,13 @@ def test_a_run_that_collects_no_tests_exits_two(tmp_path: Path) -> None:
     assert "ci.gate: error: pytest exited 5 (no tests collected)\n" == completed.stderr
 
 
-def test_an_unknown_profile_exits_two_with_one_line() -> None:
+def test_an_unknown_job_exits_two_with_one_line() -> None:
     """A usage error is one `ci.gate: error:` line on stderr and status 2."""
     completed = _gate("--job", "weekly")
 
     assert EXIT_INFRA == completed.returncode
     assert 1 == len(completed.stderr.splitlines())
-    assert completed.stderr.startswith("ci.gate: error: argument --profile")
+    assert completed.stderr.startswith("ci.gate: error: argument --job")
 
 
 def _crate(tmp_path: Path, affinity: str = "", queue: str = "") -> Path:

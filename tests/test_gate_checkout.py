@@ -163,7 +163,7 @@ def _gate_passes(source: Path, tmp_path: Path) -> None:
 def test_the_gate_passes_a_dynamo_checkout(tmp_path: Path, inside: str) -> None:
     """The laid-out checkout gates PASS through its root and its lib/kv-router."""
     if selected_profile() != "nightly":
-        pytest.skip("builds and gates a whole tree: runs under the nightly profile")
+        pytest.skip("builds and gates a whole tree: runs under the nightly settings")
     checkout = lay_out_checkout(tmp_path / "dynamo")
 
     _gate_passes(checkout / inside, tmp_path)

@@ -45,8 +45,8 @@ def test_an_entry_names_parts_that_agree_on_its_name(name: str) -> None:
     """Harness subject, machine and trace kind of an entry carry its name."""
     entry = subjects.entry(name)
 
-    assert name == entry.harness_subject().name
-    assert entry.harness_subject() is entry.machine().subject
+    assert name == entry.subject_class().name
+    assert entry.subject_class() is entry.machine().subject
     assert name == entry.kind().subject
 
 
@@ -271,7 +271,7 @@ def counter_table(records: list[dict[str, Any]]) -> Table | None:
 COUNTER = subjects.SubjectEntry(
     name="counter",
     description="a running total (a dummy subject: model against model)",
-    harness=lambda: CounterSubject,
+    subject=lambda: CounterSubject,
     machine=lambda: CounterMachine,
     trace_kind=lambda: KIND,
     canaries=lambda: sys.modules[__name__],

@@ -39,7 +39,7 @@ commands its `Explorer.commands` names (affinity: `--replay`,
 (`ci/explore/scheduler_replay.py`); the queue's graph relabels payloads, so
 its paths are not replayed verbatim, and it has no model canaries or picture).
 `--bound NAME` (repeatable) restricts any command to some of the subject's
-bounds; `--profile NAME` picks the Hypothesis profile
+bounds; `--settings NAME` picks the Hypothesis settings
 for `--coverage` (default: the selected one, `ci` unless told).
 """
 
