@@ -13,7 +13,7 @@ install is left alone. A tree the binding cannot build against is a usage
 error (exit 2) naming what is missing.
 
 Before pytest, the gate probes the binding's behaviour (`ci.probe`) and
-prints the per-target Production-under-test table. Runs pytest once, with the
+prints the per-build Production-under-test table. Runs pytest once, with the
 Hypothesis profile the job names (`pr` -> `ci`, `nightly` -> `nightly`; `pr`
 also deselects tests marked `slow`), spread over cores by pytest-xdist, writing
 JUnit XML. Tests record statistics into a folder the gate provides

@@ -18,7 +18,7 @@ affinity table, the policy queue, affinity replicas over a network). Everything
     gate_tables  functions of the gate's statistics records that return a
                  table of the subject's own (or None when it did not run)
     targets      the fuzz, soak and determinism targets that run its machine,
-                 and which of them run by default (`Target.default`)
+                 and which of them run by default (`MachineTest.default`)
 
 Other modules ask the registry (`entry(name)`, `entries()`) and never compare
 a subject's name: a new subject is one `SubjectEntry` in `_BUILTIN` plus one
@@ -74,7 +74,7 @@ def lazy(module: str, attribute: str | None = None) -> Callable[[], Any]:
 
 
 @dataclass(frozen=True)
-class Target:
+class MachineTest:
     """One pytest test that runs a machine under the loaded Hypothesis settings.
 
     `ci.fuzz`, `ci.soak` and `ci.determinism` run targets by name; `default`
@@ -144,7 +144,7 @@ class SubjectEntry:
     rust_writer: Callable[[], ModuleType] | None = None
     explorer: Explorer | None = None
     gate_tables: tuple[Callable[[], GateTable], ...] = ()
-    targets: tuple[Target, ...] = field(default=())
+    targets: tuple[MachineTest, ...] = field(default=())
 
     def subject_class(self) -> type[Subject[Any, Any]]:
         """The harness's `Subject` class (imports the subject's stateful module)."""
@@ -205,13 +205,13 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             shortest=lazy("ci.bench.shrinking", "affinity_bfs_steps"),
         ),
         targets=(
-            Target(
+            MachineTest(
                 "affinity",
                 f"stateful/test_affinity_machine.py::{_PROFILE_NODE}",
                 "the affinity machine against the crate (runtime clock)",
                 default=True,
             ),
-            Target(
+            MachineTest(
                 "canary-late-expiry",
                 f"{_CANARY_FILE}::test_the_late_expiry_canary_agrees_with_the_model",
                 "canary: the crate serving a binding 1 ns past its deadline",
@@ -237,19 +237,19 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             shortest=lazy("ci.bench.shrinking", "queue_bfs_steps"),
         ),
         targets=(
-            Target(
+            MachineTest(
                 "queue",
                 f"stateful/test_queue_machine.py::{_PROFILE_NODE}",
                 "the policy-queue machine against the crate",
                 default=True,
             ),
-            Target(
+            MachineTest(
                 "queue-model",
                 "stateful/test_queue_machine.py::"
                 "test_the_model_agrees_with_a_second_model_and_every_goal_is_reached",
                 "the policy-queue machine, model against model (no binding)",
             ),
-            Target(
+            MachineTest(
                 "canary-plain-rotation",
                 f"{_CANARY_FILE}::test_the_plain_rotation_canary_agrees_with_the_model",
                 "canary: a queue in plain rotation (no binding)",
@@ -275,13 +275,13 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             shortest=lazy("ci.bench.shrinking", "scheduler_bfs_steps"),
         ),
         targets=(
-            Target(
+            MachineTest(
                 "scheduler",
                 "stateful/test_scheduler_machine.py::"
                 "test_the_crate_scheduler_agrees_with_the_model_and_every_goal_is_reached",
                 "the public scheduler's machine against the crate",
             ),
-            Target(
+            MachineTest(
                 "scheduler-model",
                 "stateful/test_scheduler_machine.py::"
                 "test_the_scheduler_model_agrees_with_a_second_model",
@@ -326,7 +326,7 @@ def explorable() -> tuple[SubjectEntry, ...]:
     return tuple(found for found in entries() if found.explorer is not None)
 
 
-def targets() -> tuple[Target, ...]:
+def targets() -> tuple[MachineTest, ...]:
     """Every subject's fuzz, soak and determinism targets, by subject name."""
     return tuple(target for found in entries() for target in found.targets)
 

@@ -1,6 +1,6 @@
 """The affinity machine against the crate, and its coverage goals, on both clocks.
 
-Which clocks a target has, and how its manual clock collects idle bindings, is
+Which clocks a build has, and how its manual clock collects idle bindings, is
 decided by the capability probe (`impl/probe.py`) of the built binding, never
 by its version string. The pinned crates.io crate has only the runtime clock:
 there the manual-clock machines run model against model (the clock axis of the
@@ -24,7 +24,7 @@ from stateful.machine import run_and_check
 
 def _target_has_manual_clock() -> tuple[bool, Reaping]:
     """(manual clock present, the model variant for it) from the probe."""
-    from impl.probe import capabilities  # noqa: PLC0415 - crate targets only
+    from impl.probe import capabilities  # noqa: PLC0415 - crate builds only
 
     found = capabilities()
     return found.has_manual_clock, found.model_reaping
@@ -39,12 +39,12 @@ def test_the_crate_agrees_with_the_model_and_every_goal_is_reached() -> None:
 
 
 def test_the_crates_manual_clock_agrees_with_the_model() -> None:
-    """Manual clock, the target's cleanup schedule: the crate against the model."""
+    """Manual clock, the build's cleanup schedule: the crate against the model."""
     if against_name() == "model":
         pytest.skip("--against=model: the model-against-model runs below cover it")
     present, reaping = _target_has_manual_clock()
     if not present:
-        pytest.skip("the target has no manual clock (crates.io 1.6.1 has none)")
+        pytest.skip("the build has no manual clock (crates.io 1.6.1 has none)")
     run_and_check(
         manual_clock_machine(reaping), "ManualClockMachine", ("manual", reaping)
     )

@@ -59,7 +59,7 @@ from ci.trust.plugin import RunConfig
 from ci.trust.targets import (
     CRATE_TARGETS,
     TARGETS,
-    Target,
+    MachineTest,
     UnknownTargetError,
     resolve,
 )
@@ -139,7 +139,7 @@ def first_difference(first: bytes, second: bytes) -> str:
 
 
 def _run(
-    target: Target,
+    target: MachineTest,
     config: RunConfig,
     seed: int,
     hash_seed: str,
@@ -150,7 +150,9 @@ def _run(
     return runner.run([target.nodeid], config, seed=seed, env=env, work=work)
 
 
-def _counterexample(run: runner.PytestRun, target: Target) -> runner.TestResult | None:
+def _counterexample(
+    run: runner.PytestRun, target: MachineTest
+) -> runner.TestResult | None:
     test = run.test(target.nodeid)
     if test is None or not (test.outcome == "failed" and test.counterexample):
         return None
@@ -158,7 +160,11 @@ def _counterexample(run: runner.PytestRun, target: Target) -> runner.TestResult 
 
 
 def passing_pair(
-    target: Target, examples: int, seed: int, hash_seeds: tuple[str, str], work: Path
+    target: MachineTest,
+    examples: int,
+    seed: int,
+    hash_seeds: tuple[str, str],
+    work: Path,
 ) -> Pair:
     """Run twice; the step logs must be byte-identical."""
     logs: list[bytes] = []
@@ -231,7 +237,7 @@ def _artifact(test: runner.TestResult) -> Path | None:
 
 
 def failing_pair(
-    target: Target, seed: int, hash_seeds: tuple[str, str], work: Path
+    target: MachineTest, seed: int, hash_seeds: tuple[str, str], work: Path
 ) -> Pair:
     """Run twice; the same trace and failing check; the same replay verdict."""
     found: list[runner.TestResult] = []
@@ -313,8 +319,8 @@ def failing_pair(
 
 def _check(
     arguments: argparse.Namespace,
-    passing: Sequence[Target],
-    failing: Sequence[Target],
+    passing: Sequence[MachineTest],
+    failing: Sequence[MachineTest],
 ) -> None:
     if not passing and not failing:
         raise UsageError("nothing to check: give --targets or --failing")

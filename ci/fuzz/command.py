@@ -73,7 +73,7 @@ from ci.trust.runner import TestResult
 from ci.trust.targets import (
     CRATE_TARGETS,
     TARGETS,
-    Target,
+    MachineTest,
     UnknownTargetError,
     resolve,
 )
@@ -165,7 +165,7 @@ class Failure:
 class TargetState:
     """What the workers did to one target."""
 
-    target: Target
+    target: MachineTest
     batches: int = 0
     examples: int = 0
     behaviours: set[str] = field(default_factory=set)
@@ -430,7 +430,7 @@ def summary(fuzz: Fuzz, redis_url: str | None, db: Path, elapsed_s: float) -> li
     return lines
 
 
-def fuzz_main(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
+def fuzz_main(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> int:
     """Run the workers, report progress, print the failures."""
     root = arguments.artifacts or artifacts_root()
     db = arguments.db or root / DEFAULT_DB
@@ -499,7 +499,7 @@ def fuzz_main(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
     return EXIT_FOUND if found else EXIT_CLEAN
 
 
-def replay_main(arguments: argparse.Namespace, target: Target) -> int:
+def replay_main(arguments: argparse.Namespace, target: MachineTest) -> int:
     """Run `target` once from the database only, in a fresh process."""
     root = arguments.artifacts or artifacts_root()
     db = arguments.db or root / DEFAULT_DB
@@ -554,7 +554,7 @@ def _fill_defaults(arguments: argparse.Namespace) -> None:
         arguments.progress_every = PROGRESS_EVERY_S
 
 
-def _check(arguments: argparse.Namespace, targets: Sequence[Target]) -> None:
+def _check(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> None:
     """Bounds argparse cannot state."""
     if arguments.workers is not None and arguments.workers > WORKERS_MAX:
         raise UsageError(f"--workers must be at most {WORKERS_MAX}")

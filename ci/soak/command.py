@@ -66,7 +66,7 @@ from ci.trust.plugin import RunConfig
 from ci.trust.targets import (
     CRATE_TARGETS,
     TARGETS,
-    Target,
+    MachineTest,
     UnknownTargetError,
     resolve,
 )
@@ -154,7 +154,9 @@ class Soak:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _target_runs(run: runner.PytestRun, targets: Sequence[Target]) -> list[TargetRun]:
+def _target_runs(
+    run: runner.PytestRun, targets: Sequence[MachineTest]
+) -> list[TargetRun]:
     found = []
     for target in targets:
         test = run.test(target.nodeid)
@@ -188,7 +190,7 @@ def _target_runs(run: runner.PytestRun, targets: Sequence[Target]) -> list[Targe
 
 
 def run_seed(
-    seed: int, targets: Sequence[Target], config: RunConfig, artifacts: Path
+    seed: int, targets: Sequence[MachineTest], config: RunConfig, artifacts: Path
 ) -> SeedRun:
     """Run every target once under `seed` in a fresh interpreter."""
     started = time.monotonic()
@@ -435,7 +437,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return write_failed(PROG, error)
 
 
-def soak(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
+def soak(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> int:
     """Run every seed, recheck the failures, write and print the report."""
     root = arguments.artifacts or artifacts_root()
     folder = root / "soak" / utc_stamp()
