@@ -270,7 +270,9 @@ def test_the_installed_binding_is_built_in_the_profile_the_readme_names() -> Non
     assert installed == adapter.BUILD_PROFILE
     assert "0" == adapter.OPT_LEVEL
     assert False is adapter.DEBUG_ASSERTIONS
-    assert f"builds the binding in impl/Cargo.toml's `{installed}` profile" in readme
+    assert (
+        f"builds the binding in impl/Cargo.toml's `{installed}` cargo profile" in readme
+    )
 
 
 class _Item:

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from ci.cli import write_results
 from ci.inputs import InputError, read_json
@@ -189,12 +189,17 @@ def read_report(folder: Path) -> dict[str, Any]:
         raise MergeError(str(error)) from None
     if not isinstance(data, dict) or "mutant_set" not in data or "shard" not in data:
         raise MergeError(f"{path} is not a report of python -m ci.mutants")
+    config = data.get("config")
+    if isinstance(config, dict) and OLD_CONFIG_KEY in config:
+        config.setdefault("cargo_profile", config.pop(OLD_CONFIG_KEY))
     problem = _report_problem(data)
     if problem is not None:
         raise MergeError(f"{path}: {problem}")
     return data
 
 
+OLD_CONFIG_KEY: Final[str] = "binding_profile"  # old spelling: reports before
+"""What reports written before the renames call their `cargo_profile`."""
 REPORT_BYTES_MAX = 64 * 1024 * 1024
 """A shard's report is a few megabytes; a larger file is not one."""
 _SHARD = re.compile(r"(\d+)/(\d+)")
