@@ -6,24 +6,33 @@ import os
 
 import pytest
 
-from stateful.harness import SUT_ENV, SUT_NAMES
+from stateful.harness import AGAINST_ENV, AGAINST_NAMES, against_name
+
+OLD_AGAINST = "--sut"  # old spelling, refused
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    """`--sut=native|model` chooses the system under test in one place."""
+    """`--against=crate|model` chooses the system under test in one place."""
     parser.addoption(
-        "--sut",
-        choices=SUT_NAMES,
+        "--against",
+        choices=AGAINST_NAMES,
         default=None,
-        help="system under test for the machines (default: native)",
+        help="system under test for the machines (default: crate)",
     )
+    parser.addoption(OLD_AGAINST, default=None, help="refused: now --against")
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """Export the choice for the machines (and xdist workers)."""
-    choice = config.getoption("--sut")
+    if config.getoption(OLD_AGAINST) is not None:
+        raise pytest.UsageError(f"{OLD_AGAINST} is now --against (crate or model)")
+    choice = config.getoption("--against")
     if choice is not None:
-        os.environ[SUT_ENV] = choice
+        os.environ[AGAINST_ENV] = choice
+    try:
+        against_name()
+    except ValueError as error:
+        raise pytest.UsageError(str(error)) from None
     capture = config.pluginmanager.getplugin("capturemanager")
     if capture is not None:  # the crate watchdog's line reaches the terminal
         from impl.adapter.lib import before_deadlock_exit  # noqa: PLC0415 - lazy

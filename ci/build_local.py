@@ -8,7 +8,7 @@ patch silently goes unused when the version does not match `=1.6.1`). Cargo
 rewrites only the staged lockfile, so the build script reports
 `CRATE_SOURCE == "path"`. `maturin build` compiles a wheel in the machine's
 one cargo target folder (`ci/target_dir.py`), so only the local crate and the
-binding compile, and the extension module is taken out of the wheel.
+binding compile, and the binding module is taken out of the wheel.
 
 Where the module goes:
 
@@ -23,7 +23,7 @@ Commands::
     python -m ci.build_local --source PATH [--features manual-clock,...]
     DYNAMO_KV_ROUTER_PATH=PATH python -m ci.build_local
     python -m ci.build_local --source PATH --into /tmp/tree
-    python -m ci.build_local --source PATH --profile release   # optimized
+    python -m ci.build_local --source PATH --cargo-profile release   # optimized
     python -m ci.build_local --pinned    # back to crates.io: pip install -e .
 
 The work folder defaults to `~/.cache/dynamo-verify` (`DYNAMO_VERIFY_WORK`
@@ -65,7 +65,7 @@ from properties.citations import CRATE_NAME, downloaded_crate
 REPO = Path(__file__).resolve().parent.parent
 IMPL = REPO / "impl"
 SOURCE_ENV = "DYNAMO_KV_ROUTER_PATH"
-EXTENSION_NAME = "_native.abi3.so"
+BINDING_FILE = "_native.abi3.so"
 # Files of impl/ that make up the Rust crate; the Python files stay in the tree.
 BINDING_FILES = ("Cargo.toml", "Cargo.lock", "build.rs", "rust-toolchain.toml")
 # Always on: maturin adds it from pyproject.toml for `pip install -e .`.
@@ -87,7 +87,7 @@ TREE_IGNORED_NAMES = frozenset(
 )
 TREE_IGNORED_PATHS = frozenset({"ci/artifacts"})
 BUILD_TIMEOUT_S_DEFAULT = 1_800
-PROFILES = (INSTALL_PROFILE, "release")
+CARGO_PROFILES = (INSTALL_PROFILE, "release")
 """Cargo profiles of impl/Cargo.toml a build may use. The first, the default, is
 every build's on a machine (the install's, pyproject.toml's `[tool.maturin]
 profile`, the sweep's, the smoke's and the Rust export's), so the dependencies
@@ -97,7 +97,7 @@ QUERY_TIMEOUT_S = 120
 
 
 class BuildError(RuntimeError):
-    """The extension could not be built or installed."""
+    """The binding could not be built or installed."""
 
 
 def pinned_version() -> str:
@@ -170,7 +170,7 @@ class LocalBuild:
     target_dir: Path  # CARGO_TARGET_DIR: the shared one (ci.target_dir)
     features: tuple[str, ...] = ()  # binding features, e.g. "manual-clock"
     impl_dir: Path = IMPL  # the binding's sources: impl/, or a snapshot's copy
-    profile: str = PROFILES[0]  # a cargo profile of impl/Cargo.toml
+    profile: str = CARGO_PROFILES[0]  # a cargo profile of impl/Cargo.toml
 
     @property
     def wheel_dir(self) -> Path:
@@ -178,9 +178,9 @@ class LocalBuild:
         return self.binding_dir / "wheels"
 
     @property
-    def extension(self) -> Path:
-        """The built extension module, taken out of the wheel."""
-        return self.binding_dir / "out" / EXTENSION_NAME
+    def binding(self) -> Path:
+        """The built binding module, taken out of the wheel."""
+        return self.binding_dir / "out" / BINDING_FILE
 
 
 def stage_binding(build: LocalBuild) -> None:
@@ -370,7 +370,7 @@ class BuildResult:
 def build_extension(
     build: LocalBuild, timeout_s: float = BUILD_TIMEOUT_S_DEFAULT
 ) -> BuildResult:
-    """Stage, compile with maturin, and unpack the extension to `build.extension`."""
+    """Stage, compile with maturin, and unpack the binding to `build.binding`."""
     stage_binding(build)
     shutil.rmtree(build.wheel_dir, ignore_errors=True)
     features = ",".join((*BASE_FEATURES, *build.features))
@@ -425,8 +425,8 @@ def build_extension(
     with zipfile.ZipFile(wheels[0]) as wheel:
         members = [name for name in wheel.namelist() if name.endswith(".so")]
         if len(members) != 1:
-            raise BuildError(f"expected one extension in {wheels[0]}, got {members}")
-        replace_atomically(build.extension, wheel.read(members[0]))
+            raise BuildError(f"expected one binding in {wheels[0]}, got {members}")
+        replace_atomically(build.binding, wheel.read(members[0]))
     return BuildResult(ok=True, seconds=seconds, output=output, compile_error=False)
 
 
@@ -683,10 +683,10 @@ def copy_python_tree(destination: Path) -> None:
     (destination / COPIED_FROM).write_text(json.dumps(copied) + "\n", encoding="utf-8")
 
 
-def install_extension(extension: Path, tree: Path) -> Path:
+def install_binding(binding: Path, tree: Path) -> Path:
     """Put the built module where `import impl._native` finds it inside `tree`."""
-    target = tree / "impl" / EXTENSION_NAME
-    replace_atomically(target, extension.read_bytes())
+    target = tree / "impl" / BINDING_FILE
+    replace_atomically(target, binding.read_bytes())
     return target
 
 
@@ -694,10 +694,10 @@ def tree_environment(tree: Path) -> dict[str, str]:
     """Environment that imports this project from `tree`, not from the checkout.
 
     `PYTHONPATH` precedes the editable install's `.pth` entry on `sys.path`.
-    The choice of system under test and profile is left to the command line.
+    The choice of system under test and settings is left to the command line.
     """
     environment = dict(os.environ)
-    environment.pop("VERIFY_SUT", None)
+    environment.pop("VERIFY_AGAINST", None)
     environment.pop("HYPOTHESIS_PROFILE", None)
     previous = environment.get("PYTHONPATH")
     environment["PYTHONPATH"] = (
@@ -706,7 +706,7 @@ def tree_environment(tree: Path) -> dict[str, str]:
     return environment
 
 
-def describe_extension(tree: Path | None = None) -> dict[str, str]:
+def describe_binding(tree: Path | None = None) -> dict[str, str]:
     """Crate source and version, build profile and module path, read afresh."""
     script = (
         "import json, impl.adapter as a, impl._native as n;"
@@ -723,7 +723,7 @@ def describe_extension(tree: Path | None = None) -> dict[str, str]:
         timeout=QUERY_TIMEOUT_S,
     )
     if completed.returncode != 0:
-        raise BuildError(f"cannot import the extension:\n{completed.stderr}")
+        raise BuildError(f"cannot import the binding:\n{completed.stderr}")
     described: dict[str, str] = json.loads(completed.stdout.strip().splitlines()[-1])
     return described
 
@@ -750,6 +750,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
         prog="python -m ci.build_local",
         description="Build impl._native against a local dynamo-kv-router tree.",
     )
+    parser.renamed("--profile", "--cargo-profile")  # old spelling, refused
     parser.add_argument(
         "--source",
         type=Path,
@@ -769,10 +770,10 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--work-dir", type=Path, default=None)
     parser.add_argument(
-        "--profile",
-        choices=PROFILES,
+        "--cargo-profile",
+        choices=CARGO_PROFILES,
         default=None,
-        help=f"cargo profile of impl/Cargo.toml (default {PROFILES[0]}, the "
+        help=f"cargo profile of impl/Cargo.toml (default {CARGO_PROFILES[0]}, the "
         "install's; release adds the optimizer)",
     )
     parser.add_argument(
@@ -789,7 +790,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
                 ("--features", args.features),
                 ("--into", args.into),
                 ("--work-dir", args.work_dir),
-                ("--profile", args.profile),
+                ("--cargo-profile", args.cargo_profile),
             )
             if value
         ]
@@ -823,7 +824,7 @@ def _main(argv: list[str] | None) -> int:
     args = _parse_args(argv)
     if args.pinned:
         reinstall_pinned()
-        print(json.dumps(describe_extension()))
+        print(json.dumps(describe_binding()))
         return 0
     if args.source is None:
         raise UsageError(f"give --source PATH or set {SOURCE_ENV}")
@@ -835,7 +836,7 @@ def _main(argv: list[str] | None) -> int:
         binding_dir=work / "binding",
         target_dir=shared_target_dir(args.work_dir),
         features=features,
-        profile=args.profile or PROFILES[0],
+        profile=args.cargo_profile or CARGO_PROFILES[0],
     )
     if seed_target_dir(build.target_dir, build.profile):
         print(f"seeded {build.target_dir} from impl/target/{build.profile}")
@@ -850,12 +851,12 @@ def _main(argv: list[str] | None) -> int:
     if args.into is not None:
         tree = args.into.resolve()
         copy_python_tree(tree)
-        install_extension(build.extension, tree)
-        print(json.dumps(describe_extension(tree)))
+        install_binding(build.binding, tree)
+        print(json.dumps(describe_binding(tree)))
         print(f"run the suite there: cd {tree} && python -m pytest")
     else:
-        install_extension(build.extension, REPO)
-        print(json.dumps(describe_extension()))
+        install_binding(build.binding, REPO)
+        print(json.dumps(describe_binding()))
         print("back to the pinned crate: python -m ci.build_local --pinned")
     return 0
 

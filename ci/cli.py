@@ -77,6 +77,32 @@ class OneLineParser(argparse.ArgumentParser):
         """Raise instead of printing usage and exiting."""
         raise UsageError(message)
 
+    def renamed(self, old: str, new: str) -> None:
+        """Refuse the option's old spelling `old` in one line that names `new`.
+
+        The old option is hidden from `--help` and takes at most one value, so
+        `OLD VALUE` and `OLD=VALUE` are refused alike, before any check of the
+        other arguments.
+        """
+        self.add_argument(
+            old, action=_Renamed, nargs="?", const=new, help=argparse.SUPPRESS
+        )
+
+
+class _Renamed(argparse.Action):
+    """An option's old spelling: using it is a `UsageError` naming the new one."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,
+    ) -> NoReturn:
+        """Refuse the old spelling."""
+        del parser, namespace, values
+        raise UsageError(f"{option_string} is now {self.const}")
+
 
 def run_command(prog: str, main: Callable[[], int]) -> NoReturn:
     """Exit with `main()`'s status; a failing standard output is not a crash.

@@ -1,10 +1,10 @@
 """The CI gate: one command per job.
 
-    python -m ci.gate --profile pr|nightly [--junit PATH] [--artifacts DIR]
+    python -m ci.gate --job pr|nightly [--junit PATH] [--artifacts DIR]
                       [-n auto|N] [--source PATH] [-- PYTEST_ARGS...]
 
 Without `--source` (or `DYNAMO_KV_ROUTER_PATH`) it builds nothing and gates
-the installed extension (`pip install -e .`: the pinned crate). With
+the installed binding (`pip install -e .`: the pinned crate). With
 `--source PATH` (a Dynamo checkout's root, its `lib/kv-router`, or any
 `dynamo-kv-router` crate folder) it first builds the binding against that tree
 in a work folder, with the binding features the tree's public items allow,
@@ -12,8 +12,8 @@ copies the Python tree beside it, and runs the same gate there; the pinned
 install is left alone. A tree the binding cannot build against is a usage
 error (exit 2) naming what is missing.
 
-Before pytest, the gate probes the extension's behaviour (`ci.probe`) and
-prints the per-target Production-under-test table. Runs pytest once, with the
+Before pytest, the gate probes the binding's behaviour (`ci.probe`) and
+prints the per-build Production-under-test table. Runs pytest once, with the
 Hypothesis profile the job names (`pr` -> `ci`, `nightly` -> `nightly`; `pr`
 also deselects tests marked `slow`), spread over cores by pytest-xdist, writing
 JUnit XML. Tests record statistics into a folder the gate provides
@@ -79,7 +79,7 @@ from stateful.stats import STATS_ENV, read_all
 
 PROG: Final[str] = "ci.gate"
 REPO_ROOT: Final[Path] = Path(__file__).resolve().parent.parent
-HYPOTHESIS_PROFILES: Final[dict[str, str]] = {"pr": "ci", "nightly": "nightly"}
+JOB_SETTINGS: Final[dict[str, str]] = {"pr": "ci", "nightly": "nightly"}
 EXIT_PASS: Final[int] = 0
 EXIT_FAIL: Final[int] = 1
 EXIT_INFRA: Final[int] = 2
@@ -119,7 +119,8 @@ def check_outputs(arguments: argparse.Namespace) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
     parser = OneLineParser(prog=f"python -m {PROG}", description="Run the CI gate.")
-    parser.add_argument("--profile", required=True, choices=sorted(HYPOTHESIS_PROFILES))
+    parser.renamed("--profile", "--job")  # old spelling, refused
+    parser.add_argument("--job", required=True, choices=sorted(JOB_SETTINGS))
     parser.add_argument("--junit", type=Path, default=None, help="JUnit XML path")
     parser.add_argument(
         "--artifacts",
@@ -231,7 +232,7 @@ def describe_artifact(folder: Path) -> Counterexample:
 
 
 def pytest_command(
-    profile: str, junit: Path, workers: str, pytest_args: Sequence[str]
+    job: str, junit: Path, workers: str, pytest_args: Sequence[str]
 ) -> list[str]:
     """The one pytest invocation of the gate."""
     command = [
@@ -242,7 +243,7 @@ def pytest_command(
         str(REPO_ROOT / "pyproject.toml"),
         "--rootdir",
         str(REPO_ROOT),
-        f"--hypothesis-profile={HYPOTHESIS_PROFILES[profile]}",
+        f"--hypothesis-profile={JOB_SETTINGS[job]}",
         "-n",
         workers,
         f"--junitxml={junit}",
@@ -250,7 +251,7 @@ def pytest_command(
         "no:cacheprovider",
     ]
     deselected = []
-    if profile == "pr":
+    if job == "pr":
         deselected.append("slow")
     if os.environ.get(TARGET_TREE_ENV):
         deselected.append("pinned")  # facts of the pinned build, not this tree's
@@ -263,7 +264,7 @@ def pytest_command(
 class GateRun:
     """Everything the summary reports about one pytest run."""
 
-    profile: str
+    job: str
     returncode: int
     counts: JUnitCounts | None
     records: list[dict[str, Any]]
@@ -284,10 +285,8 @@ class GateRun:
 
 
 def _overview(run: GateRun) -> Table:
-    hypothesis_profile = HYPOTHESIS_PROFILES[run.profile]
-    table = Table(
-        title=f"gate: profile {run.profile} (Hypothesis {hypothesis_profile})"
-    )
+    hypothesis_profile = JOB_SETTINGS[run.job]
+    table = Table(title=f"gate: job {run.job} (Hypothesis {hypothesis_profile})")
     for column in ("tests", "passed", "failed", "errors", "skipped", "pytest s"):
         table.add_column(column, justify="right")
     counts = run.counts
@@ -581,7 +580,7 @@ def build_source_tree(source_arg: Path, console: Console, artifacts: Path) -> Pa
         )
     tree = work / "tree"
     build_local.copy_python_tree(tree)
-    build_local.install_extension(build.extension, tree)
+    build_local.install_binding(build.binding, tree)
     console.print(f"built in {result.seconds:.0f} s; gating in {tree}")
     return tree
 
@@ -593,8 +592,8 @@ def run_on_source(arguments: argparse.Namespace, console: Console) -> int:
         sys.executable,
         "-m",
         PROG,
-        "--profile",
-        arguments.profile,
+        "--job",
+        arguments.job,
         "--artifacts",
         str(arguments.artifacts.resolve()),
         "-n",
@@ -640,7 +639,7 @@ def queue_parity(tree: Path, env: dict[str, str], console: Console) -> int:
 
 
 def probe(console: Console) -> bool:
-    """Print the extension's probed capability table; False if the probe failed."""
+    """Print the binding's probed capability table; False if the probe failed."""
     completed = subprocess.run(
         [sys.executable, "-m", "ci.probe"],
         cwd=REPO_ROOT,
@@ -672,12 +671,12 @@ def run(arguments: argparse.Namespace, console: Console) -> int:
         junit.parent.mkdir(parents=True, exist_ok=True)
         stats = Path(scratch) / "stats"
         env = os.environ | {
-            "HYPOTHESIS_PROFILE": HYPOTHESIS_PROFILES[arguments.profile],
+            "HYPOTHESIS_PROFILE": JOB_SETTINGS[arguments.job],
             STATS_ENV: str(stats),
             ARTIFACTS_ENV: str(artifacts),
         }
         command = pytest_command(
-            arguments.profile, junit, arguments.workers, arguments.pytest_args
+            arguments.job, junit, arguments.workers, arguments.pytest_args
         )
         try:
             completed = subprocess.run(  # noqa: S603 - our own interpreter and pytest
@@ -692,9 +691,9 @@ def run(arguments: argparse.Namespace, console: Console) -> int:
         describe_artifact(folder)
         for folder in sorted(artifact_folders(artifacts) - before)
     ]
-    document, folder = write_dossier(artifacts, arguments.profile, records)
+    document, folder = write_dossier(artifacts, arguments.job, records)
     gate_run = GateRun(
-        arguments.profile,
+        arguments.job,
         completed.returncode,
         counts,
         records,
@@ -723,7 +722,7 @@ def run(arguments: argparse.Namespace, console: Console) -> int:
 
 
 def write_dossier(
-    artifacts: Path, profile: str, records: list[dict[str, Any]]
+    artifacts: Path, job: str, records: list[dict[str, Any]]
 ) -> tuple[dict[str, Any] | None, Path | None]:
     """Write the run's dossier under `<artifacts>/dossier/<stamp>/`, if machines ran.
 
@@ -733,7 +732,7 @@ def write_dossier(
         return None, None
     parent = artifacts / DOSSIER_DIR
     folder = parent / utc_stamp()
-    run = {"profile": profile, "crate": f"dynamo-kv-router {crate_version()}"}
+    run = {"job": job, "crate": f"dynamo-kv-router {crate_version()}"}
     document = dossier.build(records, folder, run)
     point_latest(parent, folder)
     return document, folder

@@ -10,7 +10,7 @@
 
 `ci-seeded` and `nightly-seeded` are `ci` and `nightly` with randomization:
 the seed comes from `--hypothesis-seed` (`ci.soak`, `ci.determinism`). The
-`fuzz` profile names no database: `ci.trust.plugin` derives the run's profile
+`fuzz` settings names no database: `ci.trust.plugin` derives the run's profile
 from it with the shared example database (`derived_profile`).
 
 Select with `--hypothesis-profile NAME` or the `HYPOTHESIS_PROFILE` environment
@@ -28,7 +28,7 @@ from typing import Any
 
 from hypothesis import HealthCheck, Phase, Verbosity, settings
 
-PROFILE_NAMES = (
+SETTINGS_NAMES = (
     "dev",
     "ci",
     "nightly",
@@ -99,7 +99,7 @@ def derived_profile(name: str, base: str, **overrides: Any) -> settings:
     The one way a command derives a run's settings (a shared example database,
     a batch size, replay phases) from a named profile.
     """
-    if base not in PROFILE_NAMES:
+    if base not in SETTINGS_NAMES:
         raise ValueError(f"unknown base profile {base!r}")
     settings.register_profile(name, settings.get_profile(base), **overrides)
     return settings.get_profile(name)
@@ -108,8 +108,8 @@ def derived_profile(name: str, base: str, **overrides: Any) -> settings:
 def selected_profile() -> str:
     """The profile named by `HYPOTHESIS_PROFILE` (default `ci`); unknown is an error."""
     name = os.environ.get("HYPOTHESIS_PROFILE", "ci")
-    if name not in PROFILE_NAMES:
-        known = ", ".join(PROFILE_NAMES)
+    if name not in SETTINGS_NAMES:
+        known = ", ".join(SETTINGS_NAMES)
         raise ValueError(f"unknown HYPOTHESIS_PROFILE {name!r}; known: {known}")
     return name
 

@@ -4,7 +4,7 @@ A change to `dynamo-kv-router` that touches only the affinity table (or that
 makes `recheck_worker` public) must not change how `PolicyQueue` orders and
 selects. The parity run shows it: a fixed set of generated queue programs
 (seeded, no Hypothesis: the same programs in every process and build) runs on
-the installed extension, and every step's result is written down. Recorded on
+the installed binding, and every step's result is written down. Recorded on
 the pinned build and compared on a local tree's build, any difference names
 the first program and step where the two builds disagree.
 
@@ -112,12 +112,12 @@ def programs(count: int) -> list[tuple[ProfileSpec, list[QueueOp]]]:
 
 
 def run(count: int) -> list[list[str]]:
-    """Every step's result (repr) of every program, on the installed extension."""
-    from stateful.queue_subject import native_factory  # noqa: PLC0415 - native
+    """Every step's result (repr) of every program, on the installed binding."""
+    from stateful.queue_subject import crate_factory  # noqa: PLC0415 - crate
 
     results = []
     for spec, ops in programs(count):
-        queue = native_factory(spec)
+        queue = crate_factory(spec)
         steps = []
         for op in ops:
             steps.append(repr(outcome_of(queue, op)))
@@ -194,7 +194,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as error:
         print(f"ci.queue_parity: error: {error}", file=sys.stderr)
         return 2
-    from impl import adapter  # noqa: PLC0415 - loads the extension
+    from impl import adapter  # noqa: PLC0415 - loads the binding
 
     build = f"{adapter.CRATE_SOURCE} dynamo-kv-router {adapter.CRATE_VERSION}"
     count = arguments.programs if recorded is None else len(recorded["results"])

@@ -6,12 +6,12 @@ a network). Everything `ci/` needs to know about one lives in its
 `SubjectEntry`:
 
     name         the word properties, traces and statistics use for the subject
-    harness      its `stateful.harness.Subject` class (how one step is judged)
+    subject      its `stateful.harness.Subject` class (how one step is judged)
     machine      its differential machine (`stateful.machine.DifferentialMachine`)
     trace_kind   its `ci.replay.trace.TraceKind` (reads, writes, replays traces)
     canaries     its module of deliberately broken systems: `CANARIES` (name ->
                  factory), `CAUGHT_BY` (name -> the check that must catch it),
-                 optionally `NATIVE_CANARIES` (those that need the extension)
+                 optionally `CRATE_CANARIES` (those that need the binding)
                  and `SLOW_CANARIES` (those that run nightly only)
     rust_writer  the module whose `write(trace, name, capabilities)` exports a
                  trace as a Rust test, or None (no Rust export)
@@ -19,7 +19,7 @@ a network). Everything `ci/` needs to know about one lives in its
     gate_tables  functions of the gate's statistics records that return a
                  table of the subject's own (or None when it did not run)
     targets      the fuzz, soak and determinism targets that run its machine,
-                 and which of them run by default (`Target.default`)
+                 and which of them run by default (`MachineTest.default`)
     bench        its own rows of `python -m ci.bench` beyond the machine and
                  corpus replay every subject gets (a function returning
                  `ci.bench.figures.Figures`), or None
@@ -33,7 +33,7 @@ a network). Everything `ci/` needs to know about one lives in its
 Other modules ask the registry (`entry(name)`, `entries()`) and never compare
 a subject's name. Every field that would import the subject's modules is a
 zero-argument callable, usually `lazy("module", "attribute")`, so that
-importing this module imports no subject (and never the native extension);
+importing this module imports no subject (and never the binding);
 tests may `register` an entry of their own for the duration of a
 `with registered(entry):` block.
 
@@ -77,7 +77,7 @@ def lazy(module: str, attribute: str | None = None) -> Callable[[], Any]:
 
 
 @dataclass(frozen=True)
-class Target:
+class MachineTest:
     """One pytest test that runs a machine under the loaded Hypothesis settings.
 
     `ci.fuzz`, `ci.soak` and `ci.determinism` run targets by name; `default`
@@ -156,7 +156,7 @@ class SubjectEntry:
 
     name: str
     description: str
-    harness: Callable[[], type[Subject[Any, Any]]]
+    subject: Callable[[], type[Subject[Any, Any]]]
     machine: Callable[[], type[DifferentialMachine]]
     trace_kind: Callable[[], Any]
     """Loads the subject's `ci.replay.trace.TraceKind` (which imports this module)."""
@@ -164,15 +164,15 @@ class SubjectEntry:
     rust_writer: Callable[[], ModuleType] | None = None
     explorer: Explorer | None = None
     gate_tables: tuple[Callable[[], GateTable], ...] = ()
-    targets: tuple[Target, ...] = field(default=())
+    targets: tuple[MachineTest, ...] = field(default=())
     bench: Callable[[], Callable[[], Sequence[Any]]] | None = None
     scenarios: Callable[[], Callable[[], dict[Path, str]]] | None = None
     production_rows: Callable[[], tuple[Any, ...]] | None = None
     crate_files: tuple[CrateFile, ...] = ()
 
-    def harness_subject(self) -> type[Subject[Any, Any]]:
+    def subject_class(self) -> type[Subject[Any, Any]]:
         """The harness's `Subject` class (imports the subject's stateful module)."""
-        return self.harness()
+        return self.subject()
 
     def kind(self) -> Any:
         """The subject's trace kind (a `ci.replay.trace.TraceKind`)."""
@@ -188,9 +188,9 @@ class SubjectEntry:
         found: Mapping[str, str] = self.canaries().CAUGHT_BY
         return found
 
-    def native_canaries(self) -> frozenset[str]:
-        """The canaries that wrap the crate (and so need the built extension)."""
-        found: frozenset[str] = getattr(self.canaries(), "NATIVE_CANARIES", frozenset())
+    def crate_canaries(self) -> frozenset[str]:
+        """The canaries that wrap the crate (and so need the built binding)."""
+        found: frozenset[str] = getattr(self.canaries(), "CRATE_CANARIES", frozenset())
         return found
 
     def slow_canaries(self) -> frozenset[str]:
@@ -232,7 +232,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
     SubjectEntry(
         name="affinity",
         description="SessionAffinity: leases, commits, waiters and the idle TTL",
-        harness=lazy("stateful.affinity_subject", "AffinitySubject"),
+        subject=lazy("stateful.affinity_subject", "AffinitySubject"),
         machine=lazy("stateful.affinity_machine", "AffinityMachine"),
         trace_kind=lazy("ci.replay.affinity", "KIND"),
         canaries=lazy("ci.canaries.affinity"),
@@ -248,13 +248,13 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             shortest=lazy("ci.explore.affinity_replay", "bfs_steps"),
         ),
         targets=(
-            Target(
+            MachineTest(
                 "affinity",
                 f"stateful/test_affinity_machine.py::{_PROFILE_NODE}",
                 "the affinity machine against the crate (runtime clock)",
                 default=True,
             ),
-            Target(
+            MachineTest(
                 "canary-late-expiry",
                 f"{_CANARY_FILE}::test_the_late_expiry_canary_agrees_with_the_model",
                 "canary: the crate serving a binding 1 ns past its deadline",
@@ -289,7 +289,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
     SubjectEntry(
         name="queue",
         description="PolicyQueue: weighted deficit round robin over request classes",
-        harness=lazy("stateful.queue_subject", "QueueSubject"),
+        subject=lazy("stateful.queue_subject", "QueueSubject"),
         machine=lazy("stateful.queue_machine", "QueueMachine"),
         trace_kind=lazy("ci.replay.queue", "KIND"),
         canaries=lazy("ci.canaries.queue"),
@@ -306,22 +306,22 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
         ),
         bench=lazy("ci.bench.queue", "fixed_program"),
         targets=(
-            Target(
+            MachineTest(
                 "queue",
                 f"stateful/test_queue_machine.py::{_PROFILE_NODE}",
                 "the policy-queue machine against the crate",
                 default=True,
             ),
-            Target(
+            MachineTest(
                 "queue-model",
                 "stateful/test_queue_machine.py::"
                 "test_the_model_agrees_with_a_second_model_and_every_goal_is_reached",
-                "the policy-queue machine, model against model (no extension)",
+                "the policy-queue machine, model against model (no binding)",
             ),
-            Target(
+            MachineTest(
                 "canary-plain-rotation",
                 f"{_CANARY_FILE}::test_the_plain_rotation_canary_agrees_with_the_model",
-                "canary: a queue in plain rotation (no extension)",
+                "canary: a queue in plain rotation (no binding)",
                 canary=True,
             ),
         ),
@@ -341,7 +341,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
     SubjectEntry(
         name="scheduler",
         description="LocalScheduler: admission, rechecks, due times and cancellations",
-        harness=lazy("stateful.scheduler_subject", "SchedulerSubject"),
+        subject=lazy("stateful.scheduler_subject", "SchedulerSubject"),
         machine=lazy("stateful.scheduler_machine", "SchedulerMachine"),
         trace_kind=lazy("ci.replay.scheduler", "KIND"),
         canaries=lazy("ci.canaries.scheduler"),
@@ -357,16 +357,16 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             shortest=lazy("ci.explore.scheduler_replay", "bfs_steps"),
         ),
         targets=(
-            Target(
+            MachineTest(
                 "scheduler",
                 _SCHEDULER_NODE,
                 "the public scheduler's machine against the crate",
             ),
-            Target(
+            MachineTest(
                 "scheduler-model",
                 "stateful/test_scheduler_machine.py::"
                 "test_the_scheduler_model_agrees_with_a_second_model",
-                "the public scheduler's machine, model against model (no extension)",
+                "the public scheduler's machine, model against model (no binding)",
             ),
         ),
         # The public scheduler drives the queue's crate-private recheck, due-time
@@ -389,7 +389,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
     SubjectEntry(
         name="replica",
         description="SessionAffinity replicas exchanging versioned bindings",
-        harness=lazy("stateful.replica_subject", "ReplicaSubject"),
+        subject=lazy("stateful.replica_subject", "ReplicaSubject"),
         machine=lazy("stateful.replica_network", "ReplicaNetworkMachine"),
         trace_kind=lazy("ci.replay.replica", "KIND"),
         canaries=lazy("ci.canaries.replica"),
@@ -425,7 +425,7 @@ def explorable() -> tuple[SubjectEntry, ...]:
     return tuple(found for found in entries() if found.explorer is not None)
 
 
-def targets() -> tuple[Target, ...]:
+def targets() -> tuple[MachineTest, ...]:
     """Every subject's fuzz, soak and determinism targets, by subject name."""
     return tuple(target for found in entries() for target in found.targets)
 

@@ -25,6 +25,7 @@ import fcntl
 import os
 import shutil
 import sys
+import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,7 +40,13 @@ PROG: Final[str] = "ci.target_dir"
 INSTALL_PROFILE: Final[str] = "mutants"
 """impl/Cargo.toml's profile of every build of the crate: pyproject.toml's
 `[tool.maturin] profile`, and the default of the other builds."""
-BINDING_PACKAGE: Final[str] = "dynamo-verify-native"
+BINDING_PACKAGE: Final[str] = tomllib.loads(
+    (Path(__file__).resolve().parent.parent / "impl" / "Cargo.toml").read_text(
+        encoding="utf-8"
+    )
+)["package"]["name"]
+"""The binding's cargo package, as impl/Cargo.toml names it (its build outputs
+under the target folder carry the name)."""
 BINDING_LIBRARY: Final[str] = "lib_native.so"
 
 

@@ -1,4 +1,4 @@
-# Hand-written stub for the compiled extension `impl._native` so that the
+# Hand-written stub for the compiled binding `impl._native` so that the
 # adapter type-checks. Keep in step with impl/src/*.rs.
 # Affinity part; the policy-queue part follows the marker below.
 

@@ -139,7 +139,7 @@ class Capabilities:
         ]
 
 
-def _refusal_or_accepted(table: adapter.NativeAffinity, now_ns: int) -> str:
+def _refusal_or_accepted(table: adapter.CrateAffinity, now_ns: int) -> str:
     try:
         table.advance_clock(now_ns)
     except AffinityError as error:
@@ -147,7 +147,7 @@ def _refusal_or_accepted(table: adapter.NativeAffinity, now_ns: int) -> str:
     return "accepted"
 
 
-def _bind_and_release(table: adapter.NativeAffinity, session_id: str) -> None:
+def _bind_and_release(table: adapter.CrateAffinity, session_id: str) -> None:
     step = table.try_acquire(session_id, None)
     assert isinstance(step, Initialize)
     table.release(table.commit(step.handle, TARGET))
@@ -155,8 +155,8 @@ def _bind_and_release(table: adapter.NativeAffinity, session_id: str) -> None:
 
 def _manual(
     ttl_ns: int, max_entries: int = 8, instant_range_ns: int | None = None
-) -> adapter.NativeAffinity:
-    return adapter.NativeAffinity(
+) -> adapter.CrateAffinity:
+    return adapter.CrateAffinity(
         AffinityConfig(
             ttl_ns=ttl_ns,
             max_entries=max_entries,
@@ -197,7 +197,7 @@ def _backwards() -> str:
 
 
 def _runtime_advance() -> str | None:
-    table = adapter.NativeAffinity(AffinityConfig(ttl_ns=PROBE_TTL_NS))
+    table = adapter.CrateAffinity(AffinityConfig(ttl_ns=PROBE_TTL_NS))
     try:
         table.crate_advance_clock(SECOND_NS)
     except UnsupportedError:
@@ -208,7 +208,7 @@ def _runtime_advance() -> str | None:
 
 
 def _join_lease_count() -> int | None:
-    table = adapter.NativeAffinity(AffinityConfig(ttl_ns=PROBE_TTL_NS))
+    table = adapter.CrateAffinity(AffinityConfig(ttl_ns=PROBE_TTL_NS))
     step = table.try_acquire("a", None)
     assert isinstance(step, Initialize)
     if table.join_initializing("a", TARGET) is None:
@@ -230,12 +230,12 @@ def _group_ids_match() -> bool | None:
 
 def _testing_hooks() -> bool:
     """The `testing` hooks answer for a fresh table (the binding needs them)."""
-    table = adapter.NativeAffinity(AffinityConfig(ttl_ns=PROBE_TTL_NS))
+    table = adapter.CrateAffinity(AffinityConfig(ttl_ns=PROBE_TTL_NS))
     return table.entry_count() == 0 and table.lease_count("a") is None
 
 
 def observe() -> ProbeAnswers:
-    """Run every probe scenario against the built extension."""
+    """Run every probe scenario against the built binding."""
     manual = adapter.HAS_MANUAL_CLOCK
     runtime = AffinityConfig(ttl_ns=PROBE_TTL_NS)
     return ProbeAnswers(

@@ -43,7 +43,7 @@ from typing import Any, Literal, TypeVar
 
 Kind = Literal["always", "sometimes"]
 Over = Literal["state", "step", "refusal"]
-Subject = str
+SubjectName = str
 """A subject's name as the subject registry (`ci.subjects`) declares it.
 
 Properties sit below `ci/` and cannot import the registry; its test
@@ -79,7 +79,7 @@ class Property:
     name: str
     kind: Kind
     over: Over
-    subject: Subject
+    subject: SubjectName
     statement: str
     predicate: Callable[[Any], bool]
     unreachable: Mapping[str, str] = field(default_factory=dict)
@@ -135,7 +135,7 @@ class _Selection:
     sometimes: tuple[tuple[str, _Predicate], ...]
 
 
-_SELECTIONS: dict[tuple[Subject, Over], _Selection] = {}
+_SELECTIONS: dict[tuple[SubjectName, Over], _Selection] = {}
 
 
 def condition(predicate: Callable[[Any], bool]) -> Condition:
@@ -161,7 +161,7 @@ def _checked_citations(name: str, reads: Iterable[str], guards: Iterable[str]) -
 
 
 def register(
-    subject: Subject,
+    subject: SubjectName,
     kind: Kind,
     over: Over,
     *,
@@ -214,7 +214,7 @@ def register(
 
 
 def properties(
-    subject: Subject | None = None,
+    subject: SubjectName | None = None,
     kind: Kind | None = None,
     over: Over | None = None,
 ) -> list[Property]:
@@ -233,7 +233,7 @@ def get(name: str) -> Property:
     return _REGISTRY[name]
 
 
-def _selection(subject: Subject, over: Over) -> _Selection:
+def _selection(subject: SubjectName, over: Over) -> _Selection:
     """The properties of `subject` over `over`, selected once (registration resets)."""
     key = (subject, over)
     selected = _SELECTIONS.get(key)
@@ -253,7 +253,7 @@ def _selection(subject: Subject, over: Over) -> _Selection:
     return selected
 
 
-def evaluate(subject: Subject, over: Over, value: Any) -> Verdict:
+def evaluate(subject: SubjectName, over: Over, value: Any) -> Verdict:
     """Check every property of `subject` over `over` on `value`.
 
     Each `always` property's predicate is evaluated whatever its antecedent
@@ -287,7 +287,7 @@ def evaluate(subject: Subject, over: Over, value: Any) -> Verdict:
     )
 
 
-def violated(subject: Subject, over: Over, value: Any) -> list[str]:
+def violated(subject: SubjectName, over: Over, value: Any) -> list[str]:
     """Names of the `always` properties of `subject` that `value` violates."""
     return [
         name
@@ -296,7 +296,7 @@ def violated(subject: Subject, over: Over, value: Any) -> list[str]:
     ]
 
 
-def reached(subject: Subject, over: Over, value: Any) -> list[str]:
+def reached(subject: SubjectName, over: Over, value: Any) -> list[str]:
     """Names of the `sometimes` properties of `subject` that `value` reaches."""
     return [
         name
@@ -305,7 +305,7 @@ def reached(subject: Subject, over: Over, value: Any) -> list[str]:
     ]
 
 
-def goals(subject: Subject, tags: Iterable[str] = ()) -> list[Property]:
+def goals(subject: SubjectName, tags: Iterable[str] = ()) -> list[Property]:
     """The `sometimes` goals of `subject` reachable under configurations `tags`."""
     wanted = tuple(tags)
     return [
@@ -315,7 +315,7 @@ def goals(subject: Subject, tags: Iterable[str] = ()) -> list[Property]:
     ]
 
 
-def exercisable(subject: Subject, tags: Iterable[str] = ()) -> list[Property]:
+def exercisable(subject: SubjectName, tags: Iterable[str] = ()) -> list[Property]:
     """The `always` properties of `subject` whose antecedent can hold under `tags`."""
     wanted = tuple(tags)
     return [

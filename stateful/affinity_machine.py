@@ -52,7 +52,7 @@ from model.affinity.types import (
     Wait,
 )
 from properties.affinity.coverage import next_cleanup_ns
-from stateful.affinity_subject import AffinityHarness, AffinitySubject, SutFactory
+from stateful.affinity_subject import AffinityHarness, AffinitySubject, CrateFactory
 from stateful.machine import (
     DRAW,
     DifferentialMachine,
@@ -118,7 +118,7 @@ class AffinityMachine(DifferentialMachine):
     """Model vs system under test, step by step."""
 
     subject = AffinitySubject
-    factory: ClassVar[SutFactory | None] = None
+    factory: ClassVar[CrateFactory | None] = None
 
     def _harness(self) -> AffinityHarness:
         assert isinstance(self.harness, AffinityHarness)

@@ -25,10 +25,10 @@ from model.affinity.ops import Op, Outcome, outcome_of
 from model.affinity.table import AffinityState, ModelAffinity, WaiterHandle
 from model.affinity.types import AffinityConfig, Published, Target
 from model.errors import AffinityError, HandleError
-from properties.registry import Subject as SubjectName
+from properties.registry import SubjectName
 from stateful.harness import Harness, Subject
 
-SutFactory = Callable[[AffinityConfig], AffinityApi]
+CrateFactory = Callable[[AffinityConfig], AffinityApi]
 
 
 @dataclass(frozen=True)
@@ -104,20 +104,22 @@ def observe(
     )
 
 
-def view_difference(model: Observation, sut: Observation) -> str:
+def view_difference(model: Observation, crate: Observation) -> str:
     """The first field in which two observations differ, in one line."""
-    if model.now_ns != sut.now_ns:
-        return f"clock: model {model.now_ns} != sut {sut.now_ns}"
-    if model.entry_count != sut.entry_count:
-        return f"entry_count: model {model.entry_count} != sut {sut.entry_count}"
-    for expected, actual in zip(model.sessions, sut.sessions, strict=True):
+    if model.now_ns != crate.now_ns:
+        return f"clock: model {model.now_ns} != crate {crate.now_ns}"
+    if model.entry_count != crate.entry_count:
+        return f"entry_count: model {model.entry_count} != crate {crate.entry_count}"
+    for expected, actual in zip(model.sessions, crate.sessions, strict=True):
         if expected != actual:
-            return f"session {expected.session_id!r}: model {expected} != sut {actual}"
-    if model.published != sut.published:
-        return f"published: model {model.published} != sut {sut.published}"
-    if model.handles != sut.handles:
-        return f"live handles: model {model.handles} != sut {sut.handles}"
-    return f"waiters: model {model.waiters} != sut {sut.waiters}"
+            return (
+                f"session {expected.session_id!r}: model {expected} != crate {actual}"
+            )
+    if model.published != crate.published:
+        return f"published: model {model.published} != crate {crate.published}"
+    if model.handles != crate.handles:
+        return f"live handles: model {model.handles} != crate {crate.handles}"
+    return f"waiters: model {model.waiters} != crate {crate.waiters}"
 
 
 class AffinitySubject(Subject[AffinityConfig, Op]):
@@ -133,11 +135,11 @@ class AffinitySubject(Subject[AffinityConfig, Op]):
         """A fresh `ModelAffinity` at clock time 0."""
         return ModelAffinity(config)
 
-    def native_factory(self) -> SutFactory:
-        """`impl.adapter.NativeAffinity`."""
-        from impl.adapter import NativeAffinity  # noqa: PLC0415 - only when selected
+    def crate_factory(self) -> CrateFactory:
+        """`impl.adapter.CrateAffinity`."""
+        from impl.adapter import CrateAffinity  # noqa: PLC0415 - only when selected
 
-        return NativeAffinity
+        return CrateAffinity
 
     def outcome(self, api: Any, op: Op) -> Outcome:
         """`model.affinity.ops.outcome_of`."""
@@ -157,9 +159,9 @@ class AffinitySubject(Subject[AffinityConfig, Op]):
         )
         return observe(api, self.session_pool, waiters)
 
-    def difference(self, model_view: Any, sut_view: Any) -> str:
+    def difference(self, model_view: Any, crate_view: Any) -> str:
         """`view_difference`."""
-        return view_difference(model_view, sut_view)
+        return view_difference(model_view, crate_view)
 
     def carried(self, after: Any) -> AffinityState:
         """`after` with its publications drained, as the observation left the model."""
@@ -176,7 +178,7 @@ class AffinityHarness(Harness[AffinityConfig, Op]):
         self,
         config: AffinityConfig,
         session_pool: Sequence[str],
-        factory: SutFactory | None = None,
+        factory: CrateFactory | None = None,
         check_states: bool = True,
     ) -> None:
         """Build both tables at clock time 0."""
@@ -189,7 +191,7 @@ class AffinityHarness(Harness[AffinityConfig, Op]):
         return pool
 
 
-def default_factory() -> SutFactory:
-    """The affinity system under test `VERIFY_SUT` selects."""
-    factory: SutFactory = AffinitySubject(()).default_factory()
+def default_factory() -> CrateFactory:
+    """The affinity system under test `VERIFY_AGAINST` selects."""
+    factory: CrateFactory = AffinitySubject(()).default_factory()
     return factory

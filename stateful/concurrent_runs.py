@@ -157,7 +157,7 @@ def check_scenarios(
     *,
     detect_only: bool = False,
 ) -> Tally:
-    """Draw scenarios under the loaded profile; every history must linearize.
+    """Draw scenarios under the loaded settings; every history must linearize.
 
     `reapings`: the clock variants the target can build (for the general
     scenarios); `family`: scenarios aimed at a window instead

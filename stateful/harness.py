@@ -25,21 +25,29 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
 from properties import Step
-from properties.registry import Over, evaluate
-from properties.registry import Subject as SubjectName
+from properties.registry import Over, SubjectName, evaluate
 
 C = TypeVar("C")  # a subject's configuration
 Op = TypeVar("Op")  # a subject's operation
 
-SUT_ENV = "VERIFY_SUT"
-SUT_NAMES = ("native", "model")
+AGAINST_ENV = "VERIFY_AGAINST"
+AGAINST_NAMES = ("crate", "model")
+OLD_AGAINST_ENV = "VERIFY_SUT"  # old spelling, refused
 
 
-def sut_name() -> str:
-    """The system under test named by `VERIFY_SUT` (`native` unless told)."""
-    name = os.environ.get(SUT_ENV, "native")
-    if name not in SUT_NAMES:
-        raise ValueError(f"unknown {SUT_ENV} {name!r}; known: {', '.join(SUT_NAMES)}")
+def against_name() -> str:
+    """The system under test named by `VERIFY_AGAINST` (`crate` unless told).
+
+    The variable's old name is refused, never read: a run that sets it
+    expecting the model would otherwise drive the crate without a word.
+    """
+    if OLD_AGAINST_ENV in os.environ:
+        raise ValueError(f"{OLD_AGAINST_ENV} is now {AGAINST_ENV} (crate or model)")
+    name = os.environ.get(AGAINST_ENV, "crate")
+    if name not in AGAINST_NAMES:
+        raise ValueError(
+            f"unknown {AGAINST_ENV} {name!r}; known: {', '.join(AGAINST_NAMES)}"
+        )
     return name
 
 
@@ -54,16 +62,18 @@ class Subject(ABC, Generic[C, Op]):
         """A fresh reference model."""
 
     @abstractmethod
-    def native_factory(self) -> Callable[[C], Any]:
-        """The crate's adapter (imports the extension only when called)."""
+    def crate_factory(self) -> Callable[[C], Any]:
+        """The crate's adapter (imports the binding only when called)."""
 
     def model_factory(self) -> Callable[[C], Any]:
         """A second reference model: model-vs-model checks the harness itself."""
         return self.new_model
 
     def default_factory(self) -> Callable[[C], Any]:
-        """The system under test `VERIFY_SUT` selects."""
-        return self.model_factory() if sut_name() == "model" else self.native_factory()
+        """The system under test `VERIFY_AGAINST` selects."""
+        return (
+            self.model_factory() if against_name() == "model" else self.crate_factory()
+        )
 
     @abstractmethod
     def outcome(self, api: Any, op: Op) -> Any:
@@ -78,14 +88,14 @@ class Subject(ABC, Generic[C, Op]):
         """Everything observable about one side after a step, comparable by `==`."""
 
     @abstractmethod
-    def difference(self, model_view: Any, sut_view: Any) -> str:
+    def difference(self, model_view: Any, crate_view: Any) -> str:
         """The first way two unequal observations differ, in one line."""
 
     def evaluations(
-        self, before: Any, op: Op, outcome: Any, after: Any, sut_view: Any
+        self, before: Any, op: Op, outcome: Any, after: Any, crate_view: Any
     ) -> list[tuple[Over, Any]]:
         """What the registry evaluates after a step, as (over, value) pairs."""
-        del sut_view
+        del crate_view
         return [("state", after), ("step", Step(before, op, outcome, after))]
 
     def carried(self, after: Any) -> Any | None:
@@ -156,7 +166,7 @@ class StepReport(Generic[Op]):
     expected: Any
     actual: Any
     model_view: Any
-    sut_view: Any
+    crate_view: Any
     violations: tuple[str, ...]
     reached: tuple[str, ...]
     difference_of: Callable[[Any, Any], str] = field(repr=False, compare=False)
@@ -177,7 +187,7 @@ class StepReport(Generic[Op]):
     @property
     def states_agree(self) -> bool:
         """Model and system under test look the same from outside."""
-        return bool(self.model_view == self.sut_view)
+        return bool(self.model_view == self.crate_view)
 
     @property
     def ok(self) -> bool:
@@ -196,9 +206,9 @@ class StepReport(Generic[Op]):
     def first_difference(self) -> str:
         """A one-line description of what went wrong, or '' if nothing did."""
         if not self.outcomes_agree:
-            return f"outcome: model {self.expected} != sut {self.actual}"
+            return f"outcome: model {self.expected} != crate {self.actual}"
         if not self.states_agree:
-            return self.difference_of(self.model_view, self.sut_view)
+            return self.difference_of(self.model_view, self.crate_view)
         if self.violations:
             unguarded = [
                 f"{name} (its antecedent was false)" for name in self.misdeclared
@@ -229,7 +239,7 @@ class Harness(Generic[C, Op]):
     def _build(self) -> None:
         assert self.factory is not None
         self.model = self.subject.new_model(self.config)
-        self.sut = self.factory(self.config)
+        self.crate = self.factory(self.config)
         self._carried = None
 
     @property
@@ -254,13 +264,15 @@ class Harness(Generic[C, Op]):
             expected = actual = subject.rebuilt()
         else:
             expected = subject.outcome(self.model, op)
-            actual = subject.outcome(self.sut, op)
+            actual = subject.outcome(self.crate, op)
         after = subject.snapshot(self.model)
         model_view = subject.observe(self.model, after)
-        sut_view = subject.observe(self.sut, after) if self.check_states else model_view
+        crate_view = (
+            subject.observe(self.crate, after) if self.check_states else model_view
+        )
         self._carried = subject.carried(after)
         checked = evaluate_all(
-            subject.name, subject.evaluations(before, op, expected, after, sut_view)
+            subject.name, subject.evaluations(before, op, expected, after, crate_view)
         )
         self.steps += 1
         return StepReport(
@@ -269,7 +281,7 @@ class Harness(Generic[C, Op]):
             expected=expected,
             actual=actual,
             model_view=model_view,
-            sut_view=sut_view,
+            crate_view=crate_view,
             violations=checked.violated,
             reached=checked.reached,
             difference_of=subject.difference,

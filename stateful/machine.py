@@ -61,7 +61,7 @@ if TYPE_CHECKING:
     from hypothesis.internal.conjecture.data import ConjectureData
 
 STEPS_MIN = 1_000
-"""A machine test that ran fewer steps under the loaded profile fails as vacuous."""
+"""A machine test that ran fewer steps under the loaded settings fails as vacuous."""
 SETUP_STEPS = frozenset({"build", "teardown"})
 """Names of the steps an `initialize` rule or `teardown` takes: steps, not rules."""
 SAMPLED_STRATEGIES_MAX = 4_096
@@ -466,7 +466,7 @@ def rules_of(machine: type[DifferentialMachine]) -> list[str]:
 def run_and_check(
     machine: type[DifferentialMachine], name: str, tags: tuple[str, ...] = ()
 ) -> None:
-    """Run `machine` under the loaded profile and record what it covered.
+    """Run `machine` under the loaded settings and record what it covered.
 
     Every step must agree; then every rule must have run, every coverage goal
     of the subject reachable under `tags` must have been reached, every

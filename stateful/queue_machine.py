@@ -1,4 +1,4 @@
-"""The differential policy-queue machine: Hypothesis drives the model and a SUT.
+"""The differential policy-queue machine: Hypothesis drives the model and the crate.
 
 Every rule builds operations of `model.queue.ops` and steps them through the
 queue's `Harness` (`stateful/queue_subject.py`), which compares outcomes and

@@ -1,6 +1,6 @@
 """The policy queue as a subject of the harness.
 
-The system under test is built from a `ProfileSpec`: the native adapter parses
+The system under test is built from a `ProfileSpec`: the crate's adapter parses
 the spec's YAML (or builds the synthetic profile) while the model takes the
 spec's class configs directly, so YAML parsing and profile resolution are under
 test too -- the observation lists every class's configuration.
@@ -32,8 +32,7 @@ from model.queue.ops import Enqueue, QueueOp, QueueOutcome, Rebuild
 from model.queue.table import ModelPolicyQueue, QueueState
 from model.queue.types import ClassConfig, QueuePolicy, Worker
 from properties.queue import QueueView
-from properties.registry import Over, Step
-from properties.registry import Subject as SubjectName
+from properties.registry import Over, Step, SubjectName
 from stateful.harness import Harness, Subject
 
 QueueFactory = Callable[["ProfileSpec"], PolicyQueueApi]
@@ -43,7 +42,7 @@ QueueFactory = Callable[["ProfileSpec"], PolicyQueueApi]
 class ProfileSpec:
     """How to build one queue on both sides.
 
-    `yaml_text` is None for `PolicyProfile::synthetic`; otherwise the native
+    `yaml_text` is None for `PolicyProfile::synthetic`; otherwise the crate
     side parses it and resolves `model_name` with the fallback policy.
     `configs` is the profile the model is given: what resolution must yield.
     """
@@ -97,13 +96,13 @@ def model_factory(spec: ProfileSpec) -> PolicyQueueApi:
     return ModelPolicyQueue(spec.configs)
 
 
-def native_factory(spec: ProfileSpec) -> PolicyQueueApi:
+def crate_factory(spec: ProfileSpec) -> PolicyQueueApi:
     """The crate, built from the spec's YAML or as the synthetic profile."""
-    from impl.adapter import NativePolicyQueue  # noqa: PLC0415 - only when selected
+    from impl.adapter import CratePolicyQueue  # noqa: PLC0415 - only when selected
 
     if spec.yaml_text is None:
-        return NativePolicyQueue.synthetic(None, spec.fallback_policy)
-    return NativePolicyQueue.from_yaml(
+        return CratePolicyQueue.synthetic(None, spec.fallback_policy)
+    return CratePolicyQueue.from_yaml(
         spec.yaml_text, spec.model_name, None, spec.fallback_policy
     )
 
@@ -134,16 +133,20 @@ def request(
     )
 
 
-def queue_difference(model: object, sut: object) -> str:
+def queue_difference(model: object, crate: object) -> str:
     """The first field in which two queue observations differ, in one line."""
-    if not isinstance(model, QueueObservation) or not isinstance(sut, QueueObservation):
-        return f"state: model {model} != sut {sut}"
+    if not isinstance(model, QueueObservation) or not isinstance(
+        crate, QueueObservation
+    ):
+        return f"state: model {model} != crate {crate}"
     for name in ("pending_count", "configs", "class_stats", "backlog"):
-        if getattr(model, name) != getattr(sut, name):
-            return f"{name}: model {getattr(model, name)} != sut {getattr(sut, name)}"
-    missing = [item for item in model.entries if item not in sut.entries]
-    extra = [item for item in sut.entries if item not in model.entries]
-    return f"entries: missing on the sut {missing}, only on the sut {extra}"
+        if getattr(model, name) != getattr(crate, name):
+            return (
+                f"{name}: model {getattr(model, name)} != crate {getattr(crate, name)}"
+            )
+    missing = [item for item in model.entries if item not in crate.entries]
+    extra = [item for item in crate.entries if item not in model.entries]
+    return f"entries: missing on the crate {missing}, only on the crate {extra}"
 
 
 class QueueSubject(Subject[ProfileSpec, QueueOp]):
@@ -155,9 +158,9 @@ class QueueSubject(Subject[ProfileSpec, QueueOp]):
         """The reference queue over the spec's classes."""
         return ModelPolicyQueue(config.configs)
 
-    def native_factory(self) -> QueueFactory:
+    def crate_factory(self) -> QueueFactory:
         """The crate's queue, parsed from the spec's YAML."""
-        return native_factory
+        return crate_factory
 
     def outcome(self, api: Any, op: QueueOp) -> QueueOutcome:
         """`model.queue.ops.outcome_of`."""
@@ -176,9 +179,9 @@ class QueueSubject(Subject[ProfileSpec, QueueOp]):
         except QueueUsageError as error:
             return error.kind
 
-    def difference(self, model_view: Any, sut_view: Any) -> str:
+    def difference(self, model_view: Any, crate_view: Any) -> str:
         """`queue_difference`."""
-        return queue_difference(model_view, sut_view)
+        return queue_difference(model_view, crate_view)
 
     def rebuilds(self, op: QueueOp) -> bool:
         """`Rebuild` builds both queues afresh from the run's profile."""
@@ -194,12 +197,12 @@ class QueueSubject(Subject[ProfileSpec, QueueOp]):
         op: QueueOp,
         outcome: Any,
         after: Any,
-        sut_view: Any,
+        crate_view: Any,
     ) -> list[tuple[Over, Any]]:
         """State properties while the queue is live; step or refusal by outcome."""
         checks: list[tuple[Over, Any]] = []
-        if isinstance(sut_view, QueueObservation):
-            checks.append(("state", QueueView(state=after, seen=sut_view)))
+        if isinstance(crate_view, QueueObservation):
+            checks.append(("state", QueueView(state=after, seen=crate_view)))
         if isinstance(op, Rebuild):
             return checks
         if outcome.ok:

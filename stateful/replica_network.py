@@ -56,7 +56,7 @@ from model.replica.ops import (
 )
 from stateful import stats
 from stateful.affinity_machine import TTL_NS_CHOICES, pins, targets
-from stateful.affinity_subject import SutFactory
+from stateful.affinity_subject import CrateFactory
 from stateful.machine import (
     DRAW,
     DifferentialMachine,
@@ -104,7 +104,7 @@ class ReplicaNetworkMachine(DifferentialMachine):
     """Replicas in lockstep with their models, over a network Hypothesis controls."""
 
     subject = ReplicaSubject
-    factory: ClassVar[SutFactory | None] = None
+    factory: ClassVar[CrateFactory | None] = None
     network_counts: ClassVar[dict[str, int]] = _zero_counts()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -55,12 +55,11 @@ from model.replica.ops import (
     Partition,
 )
 from properties.affinity.network import replicated_sessions
-from properties.registry import Step
-from properties.registry import Subject as SubjectName
+from properties.registry import Step, SubjectName
 from stateful.affinity_subject import (
     AffinityHarness,
+    CrateFactory,
     Observation,
-    SutFactory,
     observe,
     view_difference,
 )
@@ -94,9 +93,9 @@ class NetworkModel:
         return self.network.state([table.state() for table in self.tables])
 
 
-def _first_difference(model_view: Views, sut_view: Views) -> str:
+def _first_difference(model_view: Views, crate_view: Views) -> str:
     """The first replica whose observations differ, and how, in one line."""
-    for (replica, expected), (_, actual) in zip(model_view, sut_view, strict=True):
+    for (replica, expected), (_, actual) in zip(model_view, crate_view, strict=True):
         if expected != actual:
             return f"replica {replica}: {view_difference(expected, actual)}"
     return "the observations differ in length"
@@ -117,13 +116,13 @@ class ReplicaSubject(Subject[AffinityConfig, NetworkOp]):
         tables = [ModelAffinity(config) for _ in range(self.replicas)]
         return NetworkModel(tables, Network(self.replicas))
 
-    def native_factory(self) -> SutFactory:
-        """Each replica's table: `impl.adapter.NativeAffinity`."""
-        from impl.adapter import NativeAffinity  # noqa: PLC0415 - only when selected
+    def crate_factory(self) -> CrateFactory:
+        """Each replica's table: `impl.adapter.CrateAffinity`."""
+        from impl.adapter import CrateAffinity  # noqa: PLC0415 - only when selected
 
-        return NativeAffinity
+        return CrateAffinity
 
-    def model_factory(self) -> SutFactory:
+    def model_factory(self) -> CrateFactory:
         """Each replica's table: a second `ModelAffinity`."""
         return ModelAffinity
 
@@ -151,9 +150,9 @@ class ReplicaSubject(Subject[AffinityConfig, NetworkOp]):
             views.append((replica, observe(table, self.session_pool, waiters)))
         return tuple(views)
 
-    def difference(self, model_view: Any, sut_view: Any) -> str:
+    def difference(self, model_view: Any, crate_view: Any) -> str:
         """The first replica whose observations differ."""
-        return _first_difference(model_view, sut_view)
+        return _first_difference(model_view, crate_view)
 
 
 def _outcomes(
@@ -186,7 +185,7 @@ class ReplicaNetworkHarness(Harness[AffinityConfig, NetworkOp]):
     def __init__(
         self,
         setup: ReplicaSetup,
-        factory: SutFactory | None = None,
+        factory: CrateFactory | None = None,
         check_states: bool = True,
     ) -> None:
         """Build every replica's model and table at clock time 0."""
@@ -206,7 +205,7 @@ class ReplicaNetworkHarness(Harness[AffinityConfig, NetworkOp]):
         )
         for replica, table in zip(self.replicas, self.model.tables, strict=True):
             replica.model = table  # the network model's reference table
-        self.sut = tuple(replica.sut for replica in self.replicas)
+        self.crate = tuple(replica.crate for replica in self.replicas)
         self._done: list[tuple[int, StepReport[Op]]] = []
 
     @property
@@ -228,10 +227,12 @@ class ReplicaNetworkHarness(Harness[AffinityConfig, NetworkOp]):
         model_view: Views = tuple(
             (replica, report.model_view) for replica, report in done
         )
-        sut_view: Views = tuple((replica, report.sut_view) for replica, report in done)
+        crate_view: Views = tuple(
+            (replica, report.crate_view) for replica, report in done
+        )
         if isinstance(op, HealAndFlush) and self.check_states:
             model_view += self.subject.observe(self.model.tables, after)
-            sut_view += self.subject.observe(self.sut, after)
+            crate_view += self.subject.observe(self.crate, after)
         expected, actual = _outcomes(done, refused)
         violations = [name for _, report in done for name in report.violations]
         goals = [name for _, report in done for name in report.reached]
@@ -244,7 +245,7 @@ class ReplicaNetworkHarness(Harness[AffinityConfig, NetworkOp]):
             expected=expected,
             actual=actual,
             model_view=model_view,
-            sut_view=sut_view,
+            crate_view=crate_view,
             violations=(*violations, *checked.violated),
             reached=(*goals, *checked.reached),
             difference_of=self.subject.difference,

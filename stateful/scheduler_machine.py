@@ -1,4 +1,4 @@
-"""The differential scheduler machine: Hypothesis drives the model and a SUT.
+"""The differential scheduler machine: Hypothesis drives the model and the crate.
 
 Each run builds one profile: the synthetic one-class profile, or two to four
 policy classes of drawn quanta, queue policies and per-worker limits (as the

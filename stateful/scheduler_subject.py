@@ -35,8 +35,7 @@ from model.scheduler.api import (
 from model.scheduler.ops import SchedulerOp, SchedulerOutcome
 from model.scheduler.table import ModelScheduler, SchedulerState
 from model.scheduler.types import SchedulerConfig
-from properties.registry import Over, Step
-from properties.registry import Subject as SubjectName
+from properties.registry import Over, Step, SubjectName
 from properties.scheduler.invariants import SchedulerView
 from stateful.harness import Harness, Subject
 
@@ -48,25 +47,25 @@ def model_factory(config: SchedulerConfig) -> SchedulerApi:
     return ModelScheduler(config)
 
 
-def native_factory(config: SchedulerConfig) -> SchedulerApi:
+def crate_factory(config: SchedulerConfig) -> SchedulerApi:
     """The crate's `LocalScheduler` through the adapter."""
     from impl.adapter.scheduler import (  # noqa: PLC0415 - only when selected
-        NativeScheduler,
+        CrateScheduler,
     )
 
-    scheduler: SchedulerApi = NativeScheduler(config)
+    scheduler: SchedulerApi = CrateScheduler(config)
     return scheduler
 
 
-def scheduler_difference(model: object, sut: object) -> str:
+def scheduler_difference(model: object, crate: object) -> str:
     """The first field in which two scheduler observations differ, in one line."""
     if not isinstance(model, SchedulerObservation) or not isinstance(
-        sut, SchedulerObservation
+        crate, SchedulerObservation
     ):
-        return f"state: model {model} != sut {sut}"
-    for (rid, expected), (_, actual) in zip(model.fates, sut.fates, strict=False):
+        return f"state: model {model} != crate {crate}"
+    for (rid, expected), (_, actual) in zip(model.fates, crate.fates, strict=False):
         if expected != actual:
-            return f"fate of {rid}: model {expected} != sut {actual}"
+            return f"fate of {rid}: model {expected} != crate {actual}"
     for name in (
         "now_ms",
         "fates",
@@ -76,8 +75,10 @@ def scheduler_difference(model: object, sut: object) -> str:
         "stats",
         "active_requests",
     ):
-        if getattr(model, name) != getattr(sut, name):
-            return f"{name}: model {getattr(model, name)} != sut {getattr(sut, name)}"
+        if getattr(model, name) != getattr(crate, name):
+            return (
+                f"{name}: model {getattr(model, name)} != crate {getattr(crate, name)}"
+            )
     return ""
 
 
@@ -95,9 +96,9 @@ class SchedulerSubject(Subject[SchedulerConfig, SchedulerOp]):
         self._previous = None
         return ModelScheduler(config)
 
-    def native_factory(self) -> SchedulerFactory:
+    def crate_factory(self) -> SchedulerFactory:
         """The crate's scheduler."""
-        return native_factory
+        return crate_factory
 
     def model_factory(self) -> SchedulerFactory:
         """A second reference scheduler."""
@@ -116,9 +117,9 @@ class SchedulerSubject(Subject[SchedulerConfig, SchedulerOp]):
         """Every reader, for every request the callers scheduled."""
         return observe(api, list(snapshot.requests))
 
-    def difference(self, model_view: Any, sut_view: Any) -> str:
+    def difference(self, model_view: Any, crate_view: Any) -> str:
         """`scheduler_difference`."""
-        return scheduler_difference(model_view, sut_view)
+        return scheduler_difference(model_view, crate_view)
 
     def evaluations(
         self,
@@ -126,10 +127,10 @@ class SchedulerSubject(Subject[SchedulerConfig, SchedulerOp]):
         op: SchedulerOp,
         outcome: Any,
         after: Any,
-        sut_view: Any,
+        crate_view: Any,
     ) -> list[tuple[Over, Any]]:
         """The state view after the step, and the step between two views."""
-        now = SchedulerView(state=after, seen=sut_view)
+        now = SchedulerView(state=after, seen=crate_view)
         previous = self._previous
         if previous is None or previous.state is not before:
             previous = SchedulerView(state=before, seen=_observe_state(before))

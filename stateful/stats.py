@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
 from properties import properties
-from properties.registry import Subject, exercisable
+from properties.registry import SubjectName, exercisable
 from properties.registry import goals as registry_goals
 from stateful import evidence as evidence_module
 from stateful.evidence import Evidence
@@ -72,7 +72,7 @@ def write(kind: Kind, name: str, record: dict[str, Any]) -> Path | None:
 
 
 def record_machine(
-    subject: Subject,
+    subject: SubjectName,
     machine: MachineStats,
     rules: Sequence[str],
     name: str,

@@ -28,7 +28,7 @@ from stateful.concurrent_runs import (
 )
 from stateful.windows import cleanup_scenarios, waiter_scenarios
 
-pytestmark = pytest.mark.native
+pytestmark = pytest.mark.crate
 
 RACE_ROUNDS: Final[int] = 60
 """Replica updates in the race scenario (half as many commits race them)."""

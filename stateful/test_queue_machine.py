@@ -12,28 +12,28 @@ from __future__ import annotations
 
 import pytest
 
-from stateful.harness import sut_name
+from stateful.harness import against_name
 from stateful.machine import run_and_check
 from stateful.queue_machine import QueueMachine
 from stateful.queue_subject import model_factory
 
 
-@pytest.mark.native
+@pytest.mark.crate
 def test_the_crate_agrees_with_the_model_and_every_goal_is_reached() -> None:
     """Every step agrees with the crate, every rule runs, every goal is reached."""
 
     class QueueMachineRun(QueueMachine):
-        """The queue machine over the system under test `VERIFY_SUT` selects."""
+        """The queue machine over the system under test `VERIFY_AGAINST` selects."""
 
     machine = QueueMachineRun
-    if sut_name() == "model":
+    if against_name() == "model":
         machine.factory = model_factory
     run_and_check(machine, "QueueMachine")
 
 
 @pytest.mark.slow
 def test_the_model_agrees_with_a_second_model_and_every_goal_is_reached() -> None:
-    """Model against model (no extension needed) checks the harness itself."""
+    """Model against model (no binding needed) checks the harness itself."""
 
     class QueueModelRun(QueueMachine):
         """The queue machine over a second reference model."""

@@ -13,27 +13,27 @@ from __future__ import annotations
 
 import pytest
 
-from stateful.harness import sut_name
+from stateful.harness import against_name
 from stateful.machine import run_and_check
 from stateful.scheduler_machine import SchedulerMachine
 from stateful.scheduler_subject import model_factory
 
 
-@pytest.mark.native
+@pytest.mark.crate
 def test_the_crate_scheduler_agrees_with_the_model_and_every_goal_is_reached() -> None:
     """Every step agrees with the crate, every rule runs, every goal is reached."""
 
     class SchedulerMachineRun(SchedulerMachine):
-        """The scheduler machine over the system under test `VERIFY_SUT` selects."""
+        """The scheduler machine over the system under test `VERIFY_AGAINST` selects."""
 
     machine = SchedulerMachineRun
-    if sut_name() == "model":
+    if against_name() == "model":
         machine.factory = model_factory
     run_and_check(machine, "SchedulerMachine")
 
 
 @pytest.mark.slow
 def test_the_scheduler_model_agrees_with_a_second_model() -> None:
-    """Model against model (no extension needed) checks the harness itself."""
+    """Model against model (no binding needed) checks the harness itself."""
     machine = type("SchedulerModelRun", (SchedulerMachine,), {"factory": model_factory})
     run_and_check(machine, "SchedulerModelMachine")

@@ -21,7 +21,7 @@ QueueMaker = Callable[[tuple[ClassConfig, ...]], PolicyQueueApi]
 
 SIDES = [
     pytest.param("model", id="model"),
-    pytest.param("native", id="native", marks=pytest.mark.native),
+    pytest.param("crate", id="crate", marks=pytest.mark.crate),
 ]
 
 
@@ -30,14 +30,14 @@ def maker(side: str) -> QueueMaker:
     if side == "model":
         return ModelPolicyQueue
 
-    from impl.adapter import NativePolicyQueue  # noqa: PLC0415 - native side only
+    from impl.adapter import CratePolicyQueue  # noqa: PLC0415 - crate side only
 
-    def native(configs: tuple[ClassConfig, ...]) -> PolicyQueueApi:
-        return NativePolicyQueue.from_yaml(
+    def crate(configs: tuple[ClassConfig, ...]) -> PolicyQueueApi:
+        return CratePolicyQueue.from_yaml(
             profile_yaml(configs, tuple(False for _ in configs))
         )
 
-    return native
+    return crate
 
 
 def cls(name: str, quantum: int, policy: str = "fcfs", **limits: int) -> ClassConfig:

@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from impl.adapter import NativeAffinity
+from impl.adapter import CrateAffinity
 from model.affinity.types import SECOND_NS, AffinityConfig, Initialize, Mode, Target
 from model.errors import HandleError
 
-pytestmark = pytest.mark.native
+pytestmark = pytest.mark.crate
 
 TTL_S_MAX = 31_536_000
 """The crate's longest TTL: one year, in seconds."""
@@ -27,7 +27,7 @@ TTL_S_MAX = 31_536_000
 )
 def test_a_table_reads_back_its_ttl_and_mode(ttl_ns: int, mode: Mode) -> None:
     """`ttl()` and `mode()` are the configuration's, to the nanosecond."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=ttl_ns, mode=mode))
+    table = CrateAffinity(AffinityConfig(ttl_ns=ttl_ns, mode=mode))
 
     assert ttl_ns == table.ttl_ns()
     assert mode == table.mode()
@@ -35,7 +35,7 @@ def test_a_table_reads_back_its_ttl_and_mode(ttl_ns: int, mode: Mode) -> None:
 
 def test_a_weak_reference_upgrades_exactly_while_the_table_lives() -> None:
     """`downgrade()` then `upgrade()` yields the table, until it is dropped."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=SECOND_NS))
+    table = CrateAffinity(AffinityConfig(ttl_ns=SECOND_NS))
     weak = table.downgrade()
     assert table.upgrade(weak)
     assert table.upgrade(weak)
@@ -47,7 +47,7 @@ def test_a_weak_reference_upgrades_exactly_while_the_table_lives() -> None:
 
 def test_a_weak_reference_keeps_neither_the_table_nor_its_reaper() -> None:
     """A weak reference taken while a lease is held outlives nothing it refers to."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=SECOND_NS))
+    table = CrateAffinity(AffinityConfig(ttl_ns=SECOND_NS))
     step = table.try_acquire("s", None)
     assert isinstance(step, Initialize)
     lease = table.commit(step.handle, Target(1))
@@ -62,7 +62,7 @@ def test_a_weak_reference_keeps_neither_the_table_nor_its_reaper() -> None:
 
 def test_accessors_of_a_dropped_table_are_refused() -> None:
     """After `drop_table` there is no table to read or downgrade."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=SECOND_NS))
+    table = CrateAffinity(AffinityConfig(ttl_ns=SECOND_NS))
     table.drop_table()
 
     for read in (table.ttl_ns, table.mode, table.downgrade):

@@ -9,8 +9,8 @@ from affinity_support import FACTORIES, Factory
 from hypothesis import given
 from hypothesis import strategies as st
 
-from impl.adapter import HAS_MANUAL_CLOCK, NativeAffinity
-from impl.adapter import parse_mode as native_parse_mode
+from impl.adapter import HAS_MANUAL_CLOCK, CrateAffinity
+from impl.adapter import parse_mode as crate_parse_mode
 from model.affinity.api import AffinityApi
 from model.affinity.table import CLOCK_NS_MAX
 from model.affinity.types import (
@@ -177,7 +177,7 @@ def test_committing_after_the_table_is_dropped_reports_dropped(build: Factory) -
 
 def test_a_crate_panic_becomes_a_python_exception() -> None:
     """`expire_for_test` panics on a missing entry; Python gets RustPanicError."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=SECOND_NS))
+    table = CrateAffinity(AffinityConfig(ttl_ns=SECOND_NS))
 
     with pytest.raises(RustPanicError):
         table.expire_for_test("missing")
@@ -186,7 +186,7 @@ def test_a_crate_panic_becomes_a_python_exception() -> None:
 
 def test_a_panic_while_holding_an_entry_leaves_the_table_usable() -> None:
     """`expire_for_test` on an initializing entry panics; the table still works."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=SECOND_NS))
+    table = CrateAffinity(AffinityConfig(ttl_ns=SECOND_NS))
     step = table.try_acquire("a", None)
     assert isinstance(step, Initialize)
 
@@ -216,7 +216,7 @@ def test_a_mode_is_read_from_its_exact_name_and_any_other_text_is_refused(
     """`hard` and `soft` parse to their modes, in crate and model; all else refused."""
     expected = _parsed(model_parse_mode, text)
 
-    assert expected == _parsed(native_parse_mode, text)
+    assert expected == _parsed(crate_parse_mode, text)
     assert expected in (*Mode, "invalid session affinity mode ")
 
 
@@ -229,7 +229,7 @@ def test_a_manual_table_whose_first_deadline_overflows_is_refused(
     build: Factory, range_ns: int, accepted: bool
 ) -> None:
     """`with_manual_clock` at an origin where origin + TTL overflows is refused."""
-    if build is NativeAffinity and not HAS_MANUAL_CLOCK:
+    if build is CrateAffinity and not HAS_MANUAL_CLOCK:
         pytest.skip("the target has no manual clock (crates.io 1.6.1 has none)")
     config = AffinityConfig(
         ttl_ns=SECOND_NS, reaping="every_advance", instant_range_ns=range_ns

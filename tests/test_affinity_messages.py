@@ -23,7 +23,7 @@ from model.affinity.types import (
 )
 from model.errors import InvalidArgumentError
 
-pytestmark = pytest.mark.native
+pytestmark = pytest.mark.crate
 
 SESSION = "sessión-7"
 DISPATCH_REFUSALS: dict[str, tuple[Target, Target, str]] = {

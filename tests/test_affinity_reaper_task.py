@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import pytest
 
-from impl.adapter import NativeAffinity
+from impl.adapter import CrateAffinity
 from model.affinity.types import SECOND_NS, AffinityConfig, Initialize, Mode, Target
 
-pytestmark = pytest.mark.native
+pytestmark = pytest.mark.crate
 
 TTLS_NS = (SECOND_NS, 7 * SECOND_NS, 90 * SECOND_NS)
 """Ticks of the shortest TTL (1 s), of another TTL, and of the 30 s cap."""
@@ -24,7 +24,7 @@ TTLS_NS = (SECOND_NS, 7 * SECOND_NS, 90 * SECOND_NS)
 @pytest.mark.parametrize("ttl_ns", TTLS_NS)
 def test_a_serving_table_runs_one_reaper_through_its_ticks(ttl_ns: int) -> None:
     """One task from construction on, still one after several reaping ticks."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=ttl_ns, mode=Mode.HARD))
+    table = CrateAffinity(AffinityConfig(ttl_ns=ttl_ns, mode=Mode.HARD))
     assert 1 == table.runtime_tasks()
 
     table.advance_clock(3 * min(ttl_ns, 30 * SECOND_NS) + 1)
@@ -35,7 +35,7 @@ def test_a_serving_table_runs_one_reaper_through_its_ticks(ttl_ns: int) -> None:
 @pytest.mark.parametrize("ttl_ns", TTLS_NS)
 def test_dropping_the_table_stops_its_reaper_without_a_tick(ttl_ns: int) -> None:
     """The reaper ends when the table goes, not at its next wake-up."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=ttl_ns, mode=Mode.SOFT))
+    table = CrateAffinity(AffinityConfig(ttl_ns=ttl_ns, mode=Mode.SOFT))
     step = table.try_acquire("s", None)
     assert isinstance(step, Initialize)
     table.advance_clock(ttl_ns // 2)
@@ -48,7 +48,7 @@ def test_dropping_the_table_stops_its_reaper_without_a_tick(ttl_ns: int) -> None
 
 def test_a_handle_outliving_its_table_keeps_no_reaper() -> None:
     """A lease held past the table's drop does not keep the reaper alive."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=SECOND_NS, mode=Mode.HARD))
+    table = CrateAffinity(AffinityConfig(ttl_ns=SECOND_NS, mode=Mode.HARD))
     step = table.try_acquire("s", None)
     assert isinstance(step, Initialize)
     lease = table.commit(step.handle, Target(1))

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 import pytest
 
-from impl.adapter import NativeAffinity
+from impl.adapter import CrateAffinity
 from impl.adapter.affinity import SinkRead
 from model.affinity.types import AffinityConfig, Bound, Initialize, Mode, Target
 
-pytestmark = pytest.mark.native
+pytestmark = pytest.mark.crate
 
 SECOND_NS = 1_000_000_000
 W1, W2 = Target(1), Target(2)
@@ -34,16 +34,16 @@ class Path:
     """One way to make the table publish, after a set-up that publishes nothing."""
 
     mode: Mode
-    act: Callable[[NativeAffinity], None]
+    act: Callable[[CrateAffinity], None]
 
 
-def _init_commit(table: NativeAffinity) -> None:
+def _init_commit(table: CrateAffinity) -> None:
     step = table.try_acquire("s", None)
     assert isinstance(step, Initialize)
     table.commit(step.handle, W1)
 
 
-def _bound(table: NativeAffinity) -> Bound:
+def _bound(table: CrateAffinity) -> Bound:
     _init_commit(table)
     table.drain_published()
     table.drain_sink_reads()
@@ -52,21 +52,21 @@ def _bound(table: NativeAffinity) -> Bound:
     return step
 
 
-def _hold_commit(table: NativeAffinity) -> None:
+def _hold_commit(table: CrateAffinity) -> None:
     table.commit(_bound(table).handle, W1)
 
 
-def _soft_rebind(table: NativeAffinity) -> None:
+def _soft_rebind(table: CrateAffinity) -> None:
     table.commit(_bound(table).handle, W2)
 
 
-def _join(table: NativeAffinity) -> None:
+def _join(table: CrateAffinity) -> None:
     step = table.try_acquire("s", None)
     assert isinstance(step, Initialize)
     assert table.join_initializing("s", W1) is not None
 
 
-def _release(table: NativeAffinity) -> None:
+def _release(table: CrateAffinity) -> None:
     step = table.try_acquire("s", None)
     assert isinstance(step, Initialize)
     lease = table.commit(step.handle, W1)
@@ -88,7 +88,7 @@ PATHS = {
 def test_a_sink_reading_its_table_sees_the_call_complete(name: str) -> None:
     """Inside `publish` the sink reads what the caller reads once the call returns."""
     path = PATHS[name]
-    table = NativeAffinity(AffinityConfig(ttl_ns=10 * SECOND_NS, mode=path.mode))
+    table = CrateAffinity(AffinityConfig(ttl_ns=10 * SECOND_NS, mode=path.mode))
     assert table.enable_replication_reading(1)
     path.act(table)
     published = table.drain_published()
@@ -101,7 +101,7 @@ def test_a_sink_reading_its_table_sees_the_call_complete(name: str) -> None:
 
 def test_a_reading_sink_keeps_no_table_alive() -> None:
     """The sink reads through a weak reference: dropping the table still ends it."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=10 * SECOND_NS))
+    table = CrateAffinity(AffinityConfig(ttl_ns=10 * SECOND_NS))
     assert table.enable_replication_reading(1)
     weak = table.downgrade()
     table.drop_table()

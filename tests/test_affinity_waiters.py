@@ -16,7 +16,7 @@ from affinity_support import FACTORIES
 from model.affinity.api import AffinityApi
 from model.affinity.types import SECOND_NS, AffinityConfig, Initialize, Target, Wait
 
-pytestmark = pytest.mark.native
+pytestmark = pytest.mark.crate
 
 CONFIG = AffinityConfig(ttl_ns=SECOND_NS)
 

@@ -21,12 +21,14 @@ from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     LATEST,
     TARGET_TREE_ENV,
+    against_label,
+    artifact_replay,
     artifact_repro,
     folder_name_for,
     program_lines,
+    recorded_against,
     replay_command,
     reproductions,
-    sut_label,
     write_artifacts,
 )
 from ci.replay.command import EXIT_AGREE, EXIT_DIVERGED
@@ -35,11 +37,12 @@ from ci.replay.trace import load
 from model.affinity.ops import Release
 from stateful import capture
 from stateful.affinity_machine import AffinityMachine
+from stateful.harness import against_name
 
 REPO = Path(__file__).resolve().parent.parent
 PROGRAM_TIMEOUT_S = 120
 """A program.py run: seconds before the test gives up on it."""
-TEST = "tests/test_x.py::test_the_machine[native]"
+TEST = "tests/test_x.py::test_the_machine[crate]"
 STAMP = "20260101T000000.000000Z"
 """A fixed stamp: these tests never depend on the wall clock."""
 
@@ -84,7 +87,9 @@ def test_only_the_final_replay_is_tracked(
 
     assert 1 == len(runs)
     assert runs[0].failed is not None
-    assert "canary:forgetful_release" == sut_label("affinity", runs[0].harness.factory)
+    assert "canary:forgetful_release" == against_label(
+        "affinity", runs[0].harness.factory
+    )
 
 
 def test_outside_hypothesis_nothing_is_tracked() -> None:
@@ -94,7 +99,7 @@ def test_outside_hypothesis_nothing_is_tracked() -> None:
 
 def test_the_folder_is_named_by_test_and_stamp(folder: Path, tmp_path: Path) -> None:
     """`<root>/<test>/<stamp>/`, the test name made file-system safe."""
-    assert tmp_path / "test_the_machine-native" / STAMP == folder
+    assert tmp_path / "test_the_machine-crate" / STAMP == folder
 
 
 def test_the_folder_holds_trace_program_failure_and_meta(folder: Path) -> None:
@@ -239,7 +244,7 @@ def test_repro_rs_is_the_minimal_trace_as_a_rust_test(folder: Path) -> None:
     steps = [line.strip() for line in repro.splitlines() if "// step " in line]
 
     assert 1 == repro.count("#[tokio::test(start_paused = true)]")
-    assert "async fn test_the_machine_native_minimal() {" in repro
+    assert "async fn test_the_machine_crate_minimal() {" in repro
     assert [
         f"// step {step.index}: {minimal.kind.show_op(step.op)}"
         for step in minimal.steps
@@ -349,3 +354,45 @@ def test_a_failure_outside_a_step_names_the_exception_as_the_check(
         f"AssertionError: {str(error).splitlines()[0]}"
         == meta["failing_check"]["difference"]
     )
+
+
+# old spelling: begin (the rename script leaves this region alone)
+@pytest.mark.parametrize(
+    ("meta", "against"),
+    [
+        (
+            {"against": "crate (dynamo-kv-router 1.6.1)"},
+            "crate (dynamo-kv-router 1.6.1)",
+        ),
+        ({"sut": "native (dynamo-kv-router 1.6.1)"}, "crate (dynamo-kv-router 1.6.1)"),
+        ({"sut": "native"}, "crate"),
+        ({"sut": "canary:late_expiry"}, "canary:late_expiry"),
+        ({"sut": "model"}, "model"),
+        ({}, ""),
+    ],
+)
+def test_an_artifact_written_before_the_renames_names_what_it_ran_against(
+    meta: dict[str, str], against: str
+) -> None:
+    """`meta.json`'s old key `sut` and old label `native` read as `against`, crate."""
+    assert against == recorded_against(meta)
+
+
+def test_an_old_artifacts_replay_line_names_its_canary(tmp_path: Path) -> None:
+    """The line to paste for an artifact whose meta says `sut`: the canary kept."""
+    (tmp_path / "meta.json").write_text(json.dumps({"sut": "canary:late_expiry"}))
+
+    assert artifact_replay(tmp_path).endswith(" --canary late_expiry")
+
+
+def test_the_old_environment_variable_is_refused_naming_the_new(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`VERIFY_SUT` is never read as a choice: the run stops and names the new name."""
+    monkeypatch.setenv("VERIFY_SUT", "model")
+
+    with pytest.raises(ValueError, match=r"^VERIFY_SUT is now VERIFY_AGAINST"):
+        against_name()
+
+
+# old spelling: end

@@ -23,13 +23,13 @@ from impl.probe import capabilities
 REPO = Path(__file__).resolve().parent.parent
 
 SCRIPT = """
-from impl.adapter import NativeAffinity
+from impl.adapter import CrateAffinity
 from model.affinity.types import SECOND_NS, AffinityConfig, Initialize, Target
 
 config = AffinityConfig(
     ttl_ns=SECOND_NS, reaping="every_advance", instant_range_ns=2 * SECOND_NS
 )
-table = NativeAffinity(config)
+table = CrateAffinity(config)
 step = table.try_acquire("a", None)
 assert isinstance(step, Initialize)
 table.commit(step.handle, Target(1, None))  # a live lease, never released

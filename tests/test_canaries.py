@@ -19,8 +19,8 @@ def _case(entry: subjects.SubjectEntry, name: str) -> object:
     marks = []
     if name in entry.slow_canaries():
         marks.append(pytest.mark.slow)
-    if name in entry.native_canaries():
-        marks.append(pytest.mark.native)
+    if name in entry.crate_canaries():
+        marks.append(pytest.mark.crate)
     return pytest.param(entry.name, name, marks=marks, id=f"{entry.name}-{name}")
 
 
@@ -36,7 +36,7 @@ def test_a_canary_is_caught_by_its_check(subject: str, name: str) -> None:
     """The differential machine fails on the canary, by the named check."""
     entry = subjects.entry(subject)
     if name in entry.slow_canaries() and selected_profile() != "nightly":
-        pytest.skip("slow canary: runs under the nightly profile")
+        pytest.skip("slow canary: runs under the nightly settings")
 
     failed = first_failed_check(entry, name)
 

@@ -517,7 +517,7 @@ def run(programs: Sequence[Sequence[ThreadOp]], canary: str | None = None) -> Hi
     return run_concurrent(CONFIG, programs, 1, SESSIONS, canary)
 
 
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.parametrize(
     ("programs", "problem"),
     [
@@ -537,7 +537,7 @@ def test_the_driver_refuses_what_it_cannot_run(
         run([[ThreadOp("query", "s0")]], canary="nope")
 
 
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.parametrize("kind", ["drop", "?", "Advance"])
 def test_a_recorded_call_the_adapter_cannot_read_is_refused(kind: str) -> None:
     """An unknown recorded call is a ValueError, never read as a clock advance."""
@@ -548,7 +548,7 @@ def test_a_recorded_call_the_adapter_cannot_read_is_refused(kind: str) -> None:
     assert Advance(5) == concurrent._call_in(("advance", "", None, None, None, 5))
 
 
-@pytest.mark.native
+@pytest.mark.crate
 def test_the_driver_records_every_call_with_its_instants() -> None:
     """Invocation before response, one counter, census after the threads."""
     from impl.adapter import CONCURRENT_WRITER_ID  # noqa: PLC0415 - the binding
@@ -587,7 +587,7 @@ CANARIES = ("split_commit", "torn_version", "lost_publication", "stray_version")
 quantity: commits, versions, publications, the census's version counter."""
 
 
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.parametrize("name", CANARIES)
 def test_a_canary_is_harmless_on_one_thread(name: str) -> None:
     """Without a second thread no canary's window opens: one thread linearizes."""
@@ -611,7 +611,7 @@ def test_a_canary_is_harmless_on_one_thread(name: str) -> None:
         assert version_order.violations(alone) == []
 
 
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.parametrize("name", CANARIES)
 def test_a_canary_is_caught_and_replays(tmp_path: Path, name: str) -> None:
     """Each broken driver fails the pr-profile check; its artifact replays as such."""

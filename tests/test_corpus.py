@@ -13,7 +13,7 @@ from ci.replay.command import replay
 from ci.replay.corpus import CorpusError, add, corpus_files, stale_files
 from ci.replay.corpus.__main__ import main as corpus_main
 from ci.replay.trace import load
-from stateful.harness import sut_name
+from stateful.harness import against_name
 
 FILES = corpus_files()
 QUEUE_FILES = [path for path in FILES if load(path).header.subject == "queue"]
@@ -27,7 +27,7 @@ QUEUE_SCENARIOS_MIN = 10
 
 
 def _manual_target() -> bool:
-    from impl.adapter import HAS_MANUAL_CLOCK  # noqa: PLC0415 - native runs only
+    from impl.adapter import HAS_MANUAL_CLOCK  # noqa: PLC0415 - crate runs only
 
     return HAS_MANUAL_CLOCK
 
@@ -40,19 +40,19 @@ def test_the_corpus_holds_the_hand_written_scenarios() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=lambda path: path.stem)
 def test_a_corpus_trace_replays_without_divergence(path: Path) -> None:
-    """Today's model gives the recorded answers; the SUT agrees; nothing is violated."""
+    """Today's model gives the recorded answers; the crate agrees; none violated."""
     trace = load(path)
-    sut = sut_name()
-    if sut == "model":
+    against = against_name()
+    if against == "model":
         factory = trace.kind.model_factory()
     elif path in RUNTIME_FILES or path in QUEUE_FILES or _manual_target():
-        factory = trace.kind.native_factory()
+        factory = trace.kind.crate_factory()
     else:
         # A manual-clock trace (say, a divergence found on a source tree) still
         # checks today's model against its recorded answers here.
-        factory, sut = trace.kind.model_factory(), "model"
+        factory, against = trace.kind.model_factory(), "model"
 
-    result = replay(trace, factory, sut)
+    result = replay(trace, factory, against)
     diverged = [index for index, v in enumerate(result.verdicts, 1) if v.failed]
     drifted = [index for index, v in enumerate(result.verdicts, 1) if v.drift]
 

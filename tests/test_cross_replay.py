@@ -71,7 +71,7 @@ def here() -> tuple[int, str]:
     return _corpus_verdicts(sys.executable, "1")
 
 
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.parametrize("hash_seed", ["0", "4242"])
 def test_the_corpus_replays_to_the_same_verdicts_under_another_hash_seed(
     hash_seed: str, here: tuple[int, str]
@@ -83,7 +83,7 @@ def test_the_corpus_replays_to_the_same_verdicts_under_another_hash_seed(
     assert here == there
 
 
-@pytest.mark.native
+@pytest.mark.crate
 def test_the_corpus_replays_to_the_same_verdicts_on_another_python_patch_version(
     here: tuple[int, str],
 ) -> None:

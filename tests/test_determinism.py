@@ -54,7 +54,7 @@ def test_the_hash_order_canary_is_caught(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.native
+@pytest.mark.crate
 def test_the_crate_machines_log_the_same_steps_in_two_interpreters(
     tmp_path: Path,
 ) -> None:
@@ -68,7 +68,7 @@ def test_the_crate_machines_log_the_same_steps_in_two_interpreters(
 
 
 @pytest.mark.slow
-@pytest.mark.native
+@pytest.mark.crate
 def test_a_failing_canary_reproduces_its_trace_and_first_divergence(
     tmp_path: Path,
 ) -> None:

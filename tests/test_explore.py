@@ -59,7 +59,7 @@ FIRST_VIOLATED_IN = {
 
 def _nightly_only() -> None:
     if selected_profile() != "nightly":
-        pytest.skip("larger bound: runs under the nightly profile")
+        pytest.skip("larger bound: runs under the nightly settings")
 
 
 @cache
@@ -292,22 +292,22 @@ def test_covering_paths_start_at_the_root_and_take_every_edge() -> None:
     assert set(exploration.graph.edges(keys=True)) == taken
 
 
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.parametrize("name", CI_BOUNDS)
 def test_the_crate_agrees_on_every_edge_of_a_ci_bound(name: str) -> None:
     """Replaying edge-covering paths through the harness finds no disagreement."""
-    from impl.adapter import NativeAffinity  # noqa: PLC0415 - native tests only
+    from impl.adapter import CrateAffinity  # noqa: PLC0415 - crate tests only
 
     exploration = _explored(name)
 
-    result = replay_paths(exploration, edge_cover_paths(exploration), NativeAffinity)
+    result = replay_paths(exploration, edge_cover_paths(exploration), CrateAffinity)
 
     print(f"{name}: {result.paths} paths, {result.steps} steps, {result.edges} edges")
     assert () == result.failures
 
 
 @pytest.mark.slow
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.parametrize("name", NIGHTLY_BOUNDS)
 def test_the_crate_agrees_on_every_edge_of_a_nightly_bound(name: str) -> None:
     """Replaying a larger bound's edge-covering paths finds no disagreement."""
@@ -380,7 +380,7 @@ def test_ci_replay_accepts_a_counterexample_and_it_diverges_on_the_canary(
     path = write_trace(tmp_path / "trace.json", example)
     quiet = Console(file=io.StringIO())
 
-    on_model = replay_main([str(path), "--sut", "model"], console=quiet)
+    on_model = replay_main([str(path), "--against", "model"], console=quiet)
     on_canary = replay_main([str(path), "--canary", canary], console=quiet)
 
     assert 0 == on_model

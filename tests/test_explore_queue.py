@@ -55,7 +55,7 @@ from stateful.queue_subject import ProfileSpec
 
 def _nightly_only() -> None:
     if selected_profile() != "nightly":
-        pytest.skip("larger bound: runs under the nightly profile")
+        pytest.skip("larger bound: runs under the nightly settings")
 
 
 NIGHTLY_QUEUE_BOUNDS = tuple(
@@ -429,7 +429,7 @@ def test_the_queue_command_fails_when_a_count_changes(
         (["--subject", "queue", "--replay"], "--replay: applies to --subject affinity"),
         (["--subject", "queue", "--picture"], "--picture: applies to --subject"),
         (["--coverage", "--bench"], "not allowed with argument"),
-        (["--coverage", "--profile", "weekly"], "argument --profile: invalid choice"),
+        (["--coverage", "--settings", "weekly"], "argument --settings: invalid choice"),
     ],
 )
 def test_bad_arguments_exit_two_with_one_line(

@@ -67,7 +67,7 @@ CI_BOUNDS = tuple(scheduler_bound_named(name) for name in CI_SCHEDULER_BOUNDS)
 
 def _nightly_only() -> None:
     if selected_profile() != "nightly":
-        pytest.skip("larger bound: runs under the nightly profile")
+        pytest.skip("larger bound: runs under the nightly settings")
 
 
 @cache
@@ -290,14 +290,14 @@ def test_a_canary_counterexample_is_a_trace_that_diverges_only_on_the_canary(
     path = save(example.trace(), tmp_path / "trace.json")
     quiet = Console(file=io.StringIO())
 
-    on_model = replay_main([str(path), "--sut", "model"], console=quiet)
+    on_model = replay_main([str(path), "--against", "model"], console=quiet)
     on_canary = replay_main([str(path), "--canary", canary], console=quiet)
 
     assert list(example.ops) == list(load(path).ops)
     assert (0, 1) == (on_model, on_canary)
 
 
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.parametrize("canary", sorted(SHORTEST))
 def test_the_crate_passes_each_canary_counterexample(
     canary: str, tmp_path: Path
@@ -315,12 +315,12 @@ def test_the_crate_passes_each_canary_counterexample(
 # ---- replay against the crate ----------------------------------------------------
 
 
-@pytest.mark.native
+@pytest.mark.crate
 def test_the_crate_agrees_on_every_edge_of_the_lanes_bound() -> None:
     """Edge-covering traces of `lanes` replay on the crate without a disagreement."""
     exploration = _explored("lanes")
 
-    result = replay_exploration(exploration, KIND.native_factory(), "native")
+    result = replay_exploration(exploration, KIND.crate_factory(), "crate")
 
     assert [] == list(result.failures)
     assert exploration.graph.number_of_edges() == result.edges
@@ -328,19 +328,19 @@ def test_the_crate_agrees_on_every_edge_of_the_lanes_bound() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.parametrize("name", ["handoff"])
 def test_the_crate_agrees_on_every_edge_of_a_larger_bound(name: str) -> None:
     """Edge-covering traces of a larger bound replay on the crate alike."""
     _nightly_only()
 
-    result = replay_exploration(_explored(name), KIND.native_factory(), "native")
+    result = replay_exploration(_explored(name), KIND.crate_factory(), "crate")
 
     assert [] == list(result.failures)
 
 
 @pytest.mark.slow
-@pytest.mark.native
+@pytest.mark.crate
 def test_the_crate_agrees_on_every_edge_of_the_two_classes_bound() -> None:
     """Edge-covering traces of `two_classes` (classes, leavers) replay on the crate.
 
@@ -348,7 +348,7 @@ def test_the_crate_agrees_on_every_edge_of_the_two_classes_bound() -> None:
     """
     exploration = _explored("two_classes")
 
-    result = replay_exploration(exploration, KIND.native_factory(), "native")
+    result = replay_exploration(exploration, KIND.crate_factory(), "crate")
 
     assert [] == list(result.failures)
     assert exploration.graph.number_of_edges() == result.edges

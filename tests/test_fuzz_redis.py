@@ -144,7 +144,7 @@ def _python_m(*arguments: str, hash_seed: str) -> subprocess.CompletedProcess[st
 
 
 @pytest.mark.slow
-@pytest.mark.native
+@pytest.mark.crate
 def test_two_workers_find_the_canary_and_a_fresh_process_replays_it_from_redis(
     redis_server: RedisServer, tmp_path: Path
 ) -> None:
@@ -252,7 +252,7 @@ def test_bad_arguments_are_one_line_and_exit_2(arguments: list[str]) -> None:
         (fuzz_main, ["--replay", "affinity,queue"]),
         (fuzz_main, ["--workers", "2", "--examples", "many"]),
         (soak_main, []),
-        (soak_main, ["--seeds", "2", "--profile", "weekly"]),
+        (soak_main, ["--seeds", "2", "--settings", "weekly"]),
         (soak_main, ["--seeds", "2", "--jobs", "1000"]),
         (soak_merge_main, []),
         (soak_merge_main, ["no/such/soak", "--out"]),

@@ -174,7 +174,7 @@ def passing_run(
     suite = _folder(tmp_path, "test_short.py", PASSING)
     junit = tmp_path / "reports" / "junit.xml"
     completed = _gate(
-        "--profile",
+        "--job",
         "pr",
         "-n",
         "0",
@@ -195,7 +195,7 @@ def _failing(
     suite = _folder(tmp_path, f"test_{name}.py", source)
     artifacts = tmp_path / "artifacts"
     completed = _gate(
-        "--profile",
+        "--job",
         "pr",
         "-n",
         workers,
@@ -392,7 +392,7 @@ def test_a_run_that_collects_no_tests_exits_two(tmp_path: Path) -> None:
     suite = _folder(tmp_path, "test_short.py", PASSING)
 
     completed = _gate(
-        "--profile",
+        "--job",
         "pr",
         "-n",
         "0",
@@ -408,13 +408,13 @@ def test_a_run_that_collects_no_tests_exits_two(tmp_path: Path) -> None:
     assert "ci.gate: error: pytest exited 5 (no tests collected)\n" == completed.stderr
 
 
-def test_an_unknown_profile_exits_two_with_one_line() -> None:
+def test_an_unknown_job_exits_two_with_one_line() -> None:
     """A usage error is one `ci.gate: error:` line on stderr and status 2."""
-    completed = _gate("--profile", "weekly")
+    completed = _gate("--job", "weekly")
 
     assert EXIT_INFRA == completed.returncode
     assert 1 == len(completed.stderr.splitlines())
-    assert completed.stderr.startswith("ci.gate: error: argument --profile")
+    assert completed.stderr.startswith("ci.gate: error: argument --job")
 
 
 def _crate(tmp_path: Path, affinity: str = "", queue: str = "") -> Path:
@@ -455,7 +455,7 @@ def test_a_source_that_is_not_a_crate_exits_two_with_one_line(
     tmp_path: Path, source: str, message: str
 ) -> None:
     """--source must name a Dynamo checkout or a dynamo-kv-router crate folder."""
-    result = _gate("--profile", "pr", "--source", source.format(tmp=tmp_path))
+    result = _gate("--job", "pr", "--source", source.format(tmp=tmp_path))
 
     assert 2 == result.returncode
     assert 1 == len(result.stderr.strip().splitlines())
@@ -469,7 +469,7 @@ def test_a_tree_the_binding_cannot_build_against_names_what_is_missing(
     """A crate without an item the binding calls is refused before any build."""
     _crate(tmp_path, affinity="pub fn with_config(c) {}")
 
-    result = _gate("--profile", "pr", "--source", str(tmp_path))
+    result = _gate("--job", "pr", "--source", str(tmp_path))
 
     assert 2 == result.returncode
     assert 1 == len(result.stderr.strip().splitlines())
@@ -482,7 +482,7 @@ def test_the_environment_variable_names_the_source_too(tmp_path: Path) -> None:
     """DYNAMO_KV_ROUTER_PATH is --source's default."""
     result = run_module(
         "ci.gate",
-        "--profile",
+        "--job",
         "pr",
         timeout_s=GATE_TIMEOUT_S,
         env=os.environ | {"DYNAMO_KV_ROUTER_PATH": str(tmp_path)},

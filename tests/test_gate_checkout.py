@@ -49,7 +49,7 @@ def test_a_lone_kv_router_folder_is_refused_before_any_compile(tmp_path: Path) -
 
     completed = run_module(
         "ci.gate",
-        "--profile",
+        "--job",
         "pr",
         "--source",
         str(lone),
@@ -109,7 +109,7 @@ def test_a_tree_whose_join_lost_its_target_is_refused_in_one_line(
 
     completed = run_module(
         "ci.gate",
-        "--profile",
+        "--job",
         "pr",
         "--source",
         str(crate),
@@ -135,7 +135,7 @@ def _gate_passes(source: Path, tmp_path: Path) -> None:
 
     completed = run_module(
         "ci.gate",
-        "--profile",
+        "--job",
         "pr",
         "--source",
         str(source),
@@ -157,13 +157,13 @@ def _gate_passes(source: Path, tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.pinned
 @pytest.mark.parametrize("inside", ["", "lib/kv-router"])
 def test_the_gate_passes_a_dynamo_checkout(tmp_path: Path, inside: str) -> None:
     """The laid-out checkout gates PASS through its root and its lib/kv-router."""
     if selected_profile() != "nightly":
-        pytest.skip("builds and gates a whole tree: runs under the nightly profile")
+        pytest.skip("builds and gates a whole tree: runs under the nightly settings")
     checkout = lay_out_checkout(tmp_path / "dynamo")
 
     _gate_passes(checkout / inside, tmp_path)

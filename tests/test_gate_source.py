@@ -2,11 +2,11 @@
 
 The gate builds the binding against the copy (minutes of Rust compilation),
 copies the Python tree beside the build (a plain folder, no git checkout) and
-runs the `pr` profile there with the tests marked `pinned` left out. The copy is
+runs the `pr` job there with the tests marked `pinned` left out. The copy is
 the pinned crate byte for byte, so every test that runs must pass: a failure
 would be a test judging something other than the tree (the checkout, the
 installed build), which is what a Dynamo developer gating a correct change
-would see as a false FAIL. It runs under the nightly profile only: the build
+would see as a false FAIL. It runs under the nightly settings only: the build
 and a whole `pr` gate take longer than `.ci/run` should.
 """
 
@@ -31,12 +31,12 @@ OUTPUT_SHOWN_MAX = 6_000
 
 
 @pytest.mark.slow
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.pinned
 def test_the_gate_passes_a_local_copy_of_the_pinned_crate(tmp_path: Path) -> None:
     """A verbatim copy of the pinned crate's source gates PASS, exit 0, no failure."""
     if selected_profile() != "nightly":
-        pytest.skip("builds and gates a whole tree: runs under the nightly profile")
+        pytest.skip("builds and gates a whole tree: runs under the nightly settings")
     crate = tmp_path / "dynamo-kv-router"
     shutil.copytree(build_local.pinned_source(), crate)
     junit = tmp_path / "junit.xml"
@@ -48,7 +48,7 @@ def test_the_gate_passes_a_local_copy_of_the_pinned_crate(tmp_path: Path) -> Non
 
     completed = run_module(
         "ci.gate",
-        "--profile",
+        "--job",
         "pr",
         "--source",
         str(crate),

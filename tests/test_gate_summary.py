@@ -38,7 +38,7 @@ CONSOLE_WIDTH = 400
 """Wide enough that no cell wraps, so each row reads on one line."""
 
 TITLES = (
-    "gate: profile pr",
+    "gate: job pr",
     "machines",
     "clock boundary goals",
     "least exercised properties",
@@ -129,7 +129,7 @@ def rendered(
 ) -> str:
     """The summary `summarize` prints for those records, as plain text."""
     folder = tmp_path_factory.mktemp("dossier")
-    document = dossier.build(records, folder, {"profile": "pr", "crate": "stated"})
+    document = dossier.build(records, folder, {"job": "pr", "crate": "stated"})
     found = Counterexample(
         folder=folder / "a_test" / "20260101T000000Z",
         test="a_test",
@@ -138,7 +138,7 @@ def rendered(
         minimal_steps=3,
     )
     run = GateRun(
-        profile="pr",
+        job="pr",
         returncode=1,
         counts=JUnitCounts(tests=10, failures=1, errors=0, skipped=2, time_s=3.5),
         records=records,

@@ -15,7 +15,7 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from impl import adapter
-from impl.adapter import NativeAffinity
+from impl.adapter import CrateAffinity
 from model.affinity.api import AffinityApi
 from model.affinity.ops import Acquire, Commit, Op, Query, outcome_of
 from model.affinity.table import GROUP_ID_PREFIX, ModelAffinity, group_affinity_id
@@ -88,6 +88,6 @@ def test_a_group_key_is_a_session_id_like_any_other(limit: int, reaping: str) ->
     key = adapter.subagent_group_affinity_id("parent-session")
 
     expected = _through_the_table(ModelAffinity(config), key)
-    actual = _through_the_table(NativeAffinity(config), key)
+    actual = _through_the_table(CrateAffinity(config), key)
 
     assert expected == actual

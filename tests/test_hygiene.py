@@ -16,7 +16,7 @@ import pytest
 from ci.profiles import PROJECT_PACKAGES, import_project_modules
 
 ROOT = Path(__file__).resolve().parent.parent
-NATIVE_IMPORT = re.compile(
+BINDING_IMPORT = re.compile(
     r"^\s*(from\s+impl\s+import\s+_native|import\s+impl\._native|from\s+impl\._native\s+import)",
     re.MULTILINE,
 )
@@ -52,13 +52,13 @@ def test_every_package_and_the_tests_type_check_strictly() -> None:
     assert 0 == result.returncode, result.stdout[-4000:]
 
 
-def test_exactly_one_package_imports_the_native_extension() -> None:
+def test_exactly_one_package_imports_the_binding() -> None:
     """Only the modules of the impl/adapter package import impl._native."""
     importers = sorted(
         str(path.relative_to(ROOT))
         for path in ROOT.rglob("*.py")
         if "target" not in path.parts
-        and NATIVE_IMPORT.search(path.read_text(encoding="utf-8"))
+        and BINDING_IMPORT.search(path.read_text(encoding="utf-8"))
     )
 
     assert "impl/adapter/lib.py" in importers
@@ -75,7 +75,7 @@ def test_every_project_module_is_imported_before_the_first_test() -> None:
     expected = set()
     for package in PROJECT_PACKAGES:
         for path in sorted((ROOT / package).rglob("*")):
-            if path.suffix not in {".py", ".so"}:  # .so: the native extension
+            if path.suffix not in {".py", ".so"}:  # .so: the binding
                 continue
             relative = path.relative_to(ROOT)
             relative = relative.with_name(relative.name.split(".")[0])

@@ -116,7 +116,7 @@ def test_the_command_exits_one_when_nothing_fails(tmp_path: Path) -> None:
     """An agreeing trace has nothing to minimize: status 1."""
     path = save(_trace(), tmp_path / "noisy.json")
 
-    assert 1 == main([str(path), "--sut", "model"])
+    assert 1 == main([str(path), "--against", "model"])
 
 
 def test_the_command_exits_two_on_a_missing_trace(

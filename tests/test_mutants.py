@@ -30,7 +30,7 @@ from ci.mutants.cargo_mutants import (
     tool_version,
 )
 from ci.mutants.operators import TARGET_FILES, Mutant, generate_ours, mask
-from ci.mutants.plan import BINDING_PROFILES
+from ci.mutants.plan import CARGO_PROFILES
 from ci.processes import ProcessResult
 
 CRATE = pinned_source()
@@ -197,7 +197,7 @@ def test_our_verdict_names_the_failing_test_and_the_check() -> None:
     """A failing pytest run is `caught`, with the node id and the assertion prefix."""
     output = (
         "F\n"
-        "E       AssertionError: outcome: model Ok(None) != sut Ok(Target(1))\n"
+        "E       AssertionError: outcome: model Ok(None) != crate Ok(Target(1))\n"
         "FAILED stateful/test_affinity_machine.py::test_x - AssertionError: ...\n"
         "1 failed in 3.10s\n"
     )
@@ -348,9 +348,9 @@ def test_the_mutant_build_profile_keeps_the_release_semantics() -> None:
     """`mutants` differs from release only in the optimizer and codegen units."""
     manifest = tomllib.loads((IMPL / "Cargo.toml").read_text(encoding="utf-8"))
     profiles = manifest["profile"]
-    mutants = profiles[BINDING_PROFILES[0]]
+    mutants = profiles[CARGO_PROFILES[0]]
 
-    assert "mutants" == BINDING_PROFILES[0]
+    assert "mutants" == CARGO_PROFILES[0]
     assert "release" == mutants["inherits"]
     assert "unwind" == profiles["release"]["panic"]
     assert {"debug-assertions": False, "overflow-checks": False} == {

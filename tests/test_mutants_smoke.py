@@ -8,8 +8,8 @@ instant it expires) into a copy of our Python tree, and runs the affinity
 machine there; the failure's `repro.rs` (its minimized counterexample as a
 Rust test) then runs under `cargo test` against a copy of the crate with the
 same mutant, and must fail at the step the Python replay names. The editable
-install is touched by neither. Both run in `.ci/run` (the `ci` profile) and
-build with the sweep's `mutants` profile in the machine's one cargo target
+install is touched by neither. Both run in `.ci/run` (the `ci` settings) and
+build with the sweep's `mutants` cargo profile in the machine's one cargo target
 folder (`ci/target_dir.py`), where the Rust export builds too: the
 dependencies compile once for all three, then each crate copy and the binding
 (seconds each without the optimizer). With nothing compiled, the second test
@@ -28,12 +28,12 @@ import pytest
 from command_support import run_module
 
 from ci.build_local import (
-    describe_extension,
+    describe_binding,
     pinned_source,
     tree_environment,
 )
 from ci.mutants.operators import Mutant
-from ci.mutants.plan import BINDING_PROFILES, CRATE_DIR_IN_TREE, prepare_crate_tree
+from ci.mutants.plan import CARGO_PROFILES, CRATE_DIR_IN_TREE, prepare_crate_tree
 from ci.mutants.smoke import SMOKE_PYTEST_ARGS, smoke
 from ci.profiles import selected_profile
 from ci.replay.rust.cargo import run_exports, work_root
@@ -45,7 +45,7 @@ BUILD_TIMEOUT_S = 1_800
 
 
 BUILDING_PROFILES = ("ci", "nightly")
-"""Where these builds run: `.ci/run` (the `ci` profile) and nightly; not in `dev`."""
+"""Where these builds run: `.ci/run` (the `ci` settings) and nightly; not in `dev`."""
 
 
 def _when_building() -> None:
@@ -67,13 +67,13 @@ def test_the_binding_builds_against_a_local_copy_of_the_pinned_crate(
         str(crate),
         "--into",
         str(tree),
-        "--profile",
-        BINDING_PROFILES[0],
+        "--cargo-profile",
+        CARGO_PROFILES[0],
         timeout_s=BUILD_TIMEOUT_S,
     )
     assert 0 == built.returncode, built.stderr[-3000:]
 
-    extension = describe_extension(tree)
+    binding = describe_binding(tree)
     machine = run_module(
         "pytest",
         *SMOKE_PYTEST_ARGS,
@@ -83,11 +83,11 @@ def test_the_binding_builds_against_a_local_copy_of_the_pinned_crate(
     )
 
     assert {"source": "path", "version": "1.6.1", "profile": "mutants"} == {
-        key: extension[key] for key in ("source", "version", "profile")
+        key: binding[key] for key in ("source", "version", "profile")
     }
-    assert str(tree) in extension["module"]
+    assert str(tree) in binding["module"]
     assert 0 == machine.returncode, machine.stdout[-3000:]
-    assert "registry" == describe_extension()["source"]
+    assert "registry" == describe_binding()["source"]
 
 
 def mutated_crate(mutant: Mutant) -> Path:
@@ -117,8 +117,8 @@ def test_the_machine_catches_a_binding_served_at_its_expiry_instant(
 
     result = smoke(default_work_dir(), tree)
 
-    assert "path" == result.extension["source"]
-    assert str(tree) in result.extension["module"]
+    assert "path" == result.binding["source"]
+    assert str(tree) in result.binding["module"]
     assert "caught" == result.verdict.outcome, result.verdict
     assert result.verdict.test_id.startswith("stateful/test_affinity_machine.py::")
     (folder,) = sorted((tree / "ci" / "artifacts").glob("*/latest"))

@@ -1,9 +1,9 @@
-"""The capability probe: decisions on recorded answers, and the built target's.
+"""The capability probe: decisions on recorded answers, and the built binding's.
 
 `decide` is pure, so it is tested on recorded answers: those the suite printed
-for every target it was gated against (`ci/targets/`) and synthetic answers for
-schedules no target has shown yet. The installed extension's own answers must
-equal the recorded ones for its target (the pinned crate in CI), so the probed
+for every build it was gated against (`ci/builds/`) and synthetic answers for
+schedules no build has shown yet. The installed binding's own answers must
+equal the recorded ones for its build (the pinned crate in CI), so the probed
 table in docs/capabilities.md fails this test when the crate's behaviour departs
 from it.
 """
@@ -119,7 +119,7 @@ def test_answers_survive_a_json_round_trip() -> None:
 
 @pytest.mark.parametrize("name", sorted(probe_cli.recorded()))
 def test_every_recorded_target_decides_a_full_table(name: str) -> None:
-    """Each target recorded under ci/targets/ reads back and decides every row."""
+    """Each build recorded under ci/builds/ reads back and decides every row."""
     answers = ProbeAnswers.from_json(probe_cli.recorded()[name])
 
     assert 10 == len(decide(answers).rows())
@@ -145,7 +145,7 @@ def test_the_pinned_build_probes_exactly_as_recorded() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--record", "Bad Name"], "target name"),
+        (["--record", "Bad Name"], "build name"),
         (["--json", "--table"], "not allowed with"),
         (["--colour"], "unrecognized arguments"),
     ],

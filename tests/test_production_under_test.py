@@ -8,7 +8,7 @@ import pytest
 
 from ci import production
 from impl import adapter
-from impl.adapter import NativeAffinity, crate_default_config
+from impl.adapter import CrateAffinity, crate_default_config
 from model.affinity.api import AffinityApi
 from model.affinity.table import ModelAffinity
 from model.affinity.types import (
@@ -39,7 +39,7 @@ def test_the_production_table_is_generated_from_the_declared_rows() -> None:
     assert production.markdown() in text
 
 
-def test_the_extension_is_built_against_the_pinned_crates_io_version() -> None:
+def test_the_binding_is_built_against_the_pinned_crates_io_version() -> None:
     """The binding reports the crate version and source the table declares."""
     assert production.CRATE_VERSION == adapter.CRATE_VERSION
     assert adapter.CRATE_SOURCE == "registry"
@@ -51,12 +51,12 @@ def test_the_pinned_crate_has_no_manual_clock() -> None:
 
     assert adapter.HAS_MANUAL_CLOCK is False
     with pytest.raises(UnsupportedError):
-        NativeAffinity(config)
+        CrateAffinity(config)
 
 
 def test_the_reaper_collects_on_its_cadence_not_on_every_advance() -> None:
     """SPEC B.14 probe: a new id is refused at t0+89 s and accepted after t0+90 s."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=60 * SECOND_NS, max_entries=1))
+    table = CrateAffinity(AffinityConfig(ttl_ns=60 * SECOND_NS, max_entries=1))
     table.advance_clock(29 * SECOND_NS)
     _bind_and_release(table, "a")  # idle deadline t0 + 89 s
     table.advance_clock(60 * SECOND_NS)
@@ -73,7 +73,7 @@ def test_the_reaper_collects_on_its_cadence_not_on_every_advance() -> None:
 
 def test_reaper_ticks_fall_on_the_one_millisecond_timer_grid() -> None:
     """With a TTL of 1 s + 1 ns the first collection happens at 1.001 s."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=SECOND_NS + 1))
+    table = CrateAffinity(AffinityConfig(ttl_ns=SECOND_NS + 1))
     _bind_and_release(table, "a")
     table.advance_clock(SECOND_NS + 999_999)
 
@@ -84,7 +84,7 @@ def test_reaper_ticks_fall_on_the_one_millisecond_timer_grid() -> None:
 
 def test_the_last_clone_stops_the_reaper_before_its_next_tick() -> None:
     """One reaper task from construction; none once the table is dropped."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=90 * SECOND_NS))
+    table = CrateAffinity(AffinityConfig(ttl_ns=90 * SECOND_NS))
     assert 1 == table.runtime_tasks()
 
     table.drop_table()
@@ -95,7 +95,7 @@ def test_the_last_clone_stops_the_reaper_before_its_next_tick() -> None:
 
 def test_a_join_binds_at_once_with_a_reserved_initializer_use() -> None:
     """AFF-reserved-join: joining gives two active leases before the commit."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=10 * SECOND_NS))
+    table = CrateAffinity(AffinityConfig(ttl_ns=10 * SECOND_NS))
     step = table.try_acquire("a", None)
     assert isinstance(step, Initialize)
 
@@ -108,7 +108,7 @@ def test_a_join_binds_at_once_with_a_reserved_initializer_use() -> None:
 
 def test_the_testing_hooks_are_available() -> None:
     """The `testing` feature's hooks answer (entry and lease counts)."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=SECOND_NS))
+    table = CrateAffinity(AffinityConfig(ttl_ns=SECOND_NS))
     step = table.try_acquire("a", None)
 
     assert isinstance(step, Initialize)
@@ -127,7 +127,7 @@ def test_the_runtime_table_seeds_its_sequence_from_the_wall_clock() -> None:
 
 def test_the_pinned_crate_has_no_group_id_function() -> None:
     """`subagent_group_affinity_id` is absent from 1.6.1."""
-    table = NativeAffinity(AffinityConfig(ttl_ns=SECOND_NS))
+    table = CrateAffinity(AffinityConfig(ttl_ns=SECOND_NS))
 
     with pytest.raises(UnsupportedError):
         table.subagent_group_affinity_id("parent")
@@ -150,7 +150,7 @@ def test_a_default_table_takes_65536_sessions_of_up_to_256_bytes(side: str) -> N
     """At the crate's defaults, session 65,537 and a 257-byte id are refused."""
     config = crate_default_config(SECOND_NS)
     table: AffinityApi = (
-        ModelAffinity(config) if side == "model" else NativeAffinity(config)
+        ModelAffinity(config) if side == "model" else CrateAffinity(config)
     )
     with pytest.raises(InvalidArgumentError):
         table.try_acquire("x" * 257, None)

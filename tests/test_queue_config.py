@@ -20,9 +20,9 @@ from model.queue.types import ClassConfig
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from impl.adapter import NativePolicyQueue
+    from impl.adapter import CratePolicyQueue
 
-pytestmark = pytest.mark.native
+pytestmark = pytest.mark.crate
 
 BUCKETS = "uncached_isl_buckets: [{min_tokens: 0, bucket: all}]\n"
 CLASS_A = "  - {name: a, policy_family: a, cache_bucket: all, quantum: 10}\n"
@@ -163,17 +163,17 @@ RULE_WORDING = {
 """The crate's wording for the rule each invalid document breaks."""
 
 
-def _native_queue() -> type[NativePolicyQueue]:
-    from impl.adapter import NativePolicyQueue  # noqa: PLC0415 - native tests only
+def _crate_queue() -> type[CratePolicyQueue]:
+    from impl.adapter import CratePolicyQueue  # noqa: PLC0415 - crate tests only
 
-    return NativePolicyQueue
+    return CratePolicyQueue
 
 
 @pytest.mark.parametrize("name", sorted(PARSE_ERRORS))
 def test_a_malformed_document_is_a_parse_error(name: str) -> None:
     """Syntax, unknown keys, wrong types and missing keys fail at the parse stage."""
     with pytest.raises(PolicyConfigError) as raised:
-        _native_queue().from_yaml(PARSE_ERRORS[name])
+        _crate_queue().from_yaml(PARSE_ERRORS[name])
 
     assert "parse" == raised.value.stage
     assert "failed to parse router policy config <inline>" in raised.value.message
@@ -183,7 +183,7 @@ def test_a_malformed_document_is_a_parse_error(name: str) -> None:
 def test_a_well_formed_but_invalid_document_is_a_validation_error(name: str) -> None:
     """Each 1.6.1 validation rule rejects its document at the validation stage."""
     with pytest.raises(PolicyConfigError) as raised:
-        _native_queue().from_yaml(VALIDATION_ERRORS[name])
+        _crate_queue().from_yaml(VALIDATION_ERRORS[name])
 
     assert "validation" == raised.value.stage
     assert raised.value.message.startswith("invalid router policy config: ")
@@ -198,7 +198,7 @@ def test_every_invalid_document_names_its_rule() -> None:
 def test_an_unreadable_file_is_a_read_error(tmp_path: Path) -> None:
     """`from_path` on a missing file fails at the read stage."""
     with pytest.raises(PolicyConfigError) as raised:
-        _native_queue().from_path(str(tmp_path / "missing.yaml"))
+        _crate_queue().from_path(str(tmp_path / "missing.yaml"))
 
     assert "read" == raised.value.stage
 
@@ -211,7 +211,7 @@ def test_a_file_with_a_bad_document_is_a_parse_error_naming_the_path(
     path.write_text(PARSE_ERRORS["unknown top-level field"])
 
     with pytest.raises(PolicyConfigError) as raised:
-        _native_queue().from_path(str(path))
+        _crate_queue().from_path(str(path))
 
     assert "parse" == raised.value.stage
     assert str(path) in raised.value.message
@@ -219,7 +219,7 @@ def test_a_file_with_a_bad_document_is_a_parse_error_naming_the_path(
 
 def test_the_minimal_document_builds_one_class() -> None:
     """SPEC A.5's minimal document is accepted and yields class `a`."""
-    queue = _native_queue().from_yaml(MINIMAL)
+    queue = _crate_queue().from_yaml(MINIMAL)
 
     assert [ClassConfig("a", "fcfs", 10)] == [queue.class_config(0)]
     assert 1 == queue.class_count()
@@ -231,7 +231,7 @@ def test_an_unmatched_model_without_root_falls_back_to_the_synthetic_profile() -
         "    " + ln + "\n" for ln in MINIMAL.splitlines()
     )
 
-    queue = _native_queue().from_yaml(text, "other", None, "lcfs")
+    queue = _crate_queue().from_yaml(text, "other", None, "lcfs")
 
     assert [ClassConfig("default", "lcfs", 1)] == [queue.class_config(0)]
 
@@ -245,8 +245,8 @@ def test_a_model_profile_replaces_the_root() -> None:
         + "".join("    " + ln + "\n" for ln in model_doc.splitlines())
     )
 
-    chosen = _native_queue().from_yaml(text, "m").class_config(0)
-    root = _native_queue().from_yaml(text, "other").class_config(0)
+    chosen = _crate_queue().from_yaml(text, "m").class_config(0)
+    root = _crate_queue().from_yaml(text, "other").class_config(0)
 
     assert 3 == chosen.quantum
     assert 10 == root.quantum
@@ -254,6 +254,6 @@ def test_a_model_profile_replaces_the_root() -> None:
 
 def test_the_synthetic_profile_accepts_lcfs() -> None:
     """`PolicyProfile::synthetic` builds one class, quantum 1, any policy."""
-    queue = _native_queue().synthetic(None, "lcfs")
+    queue = _crate_queue().synthetic(None, "lcfs")
 
     assert [ClassConfig("default", "lcfs", 1)] == [queue.class_config(0)]

@@ -18,7 +18,7 @@ from queue_support import cls, maker, put
 
 from model.queue.types import Dispatch
 
-pytestmark = pytest.mark.native
+pytestmark = pytest.mark.crate
 
 CLASSES = (cls("a", 1), cls("b", 2, policy="wspt"))
 
@@ -42,10 +42,10 @@ def test_an_entry_equals_itself_and_no_other(
     steps: list[tuple[int, int, bool]],
 ) -> None:
     """After every enqueue and pop, the crate's `==` over entries is the identity."""
-    from impl.adapter import NativePolicyQueue  # noqa: PLC0415 - needs the extension
+    from impl.adapter import CratePolicyQueue  # noqa: PLC0415 - needs the binding
 
-    queue = maker("native")(CLASSES)
-    assert isinstance(queue, NativePolicyQueue)
+    queue = maker("crate")(CLASSES)
+    assert isinstance(queue, CratePolicyQueue)
     for payload, (class_index, raw, pop) in enumerate(steps):
         assert put(queue, class_index, payload, raw=raw) is None
         assert queue.entries_equal() == _identity(queue.pending_count())
@@ -56,10 +56,10 @@ def test_an_entry_equals_itself_and_no_other(
 
 def test_identical_requests_are_distinct_entries() -> None:
     """Two requests equal in every field still differ by their enqueue sequence."""
-    queue = maker("native")(CLASSES)
+    queue = maker("crate")(CLASSES)
     assert put(queue, 0, 1, raw=2) is None
     assert put(queue, 0, 2, raw=2) is None
-    from impl.adapter import NativePolicyQueue  # noqa: PLC0415 - needs the extension
+    from impl.adapter import CratePolicyQueue  # noqa: PLC0415 - needs the binding
 
-    assert isinstance(queue, NativePolicyQueue)
+    assert isinstance(queue, CratePolicyQueue)
     assert queue.entries_equal() == [[True, False], [False, True]]

@@ -19,7 +19,7 @@ from queue_support import cls, maker, pop_payload, put
 from model.errors import UnsupportedError
 from model.queue.types import ClassStats, Dispatch, Worker
 
-pytestmark = pytest.mark.native
+pytestmark = pytest.mark.crate
 
 REPO = Path(__file__).resolve().parent.parent
 W1 = Worker(1, 0)
@@ -50,9 +50,9 @@ def _crate_source() -> str:
 
 
 @pytest.mark.pinned
-def test_the_extension_binds_dynamo_kv_router_1_6_1_from_crates_io() -> None:
+def test_the_binding_binds_dynamo_kv_router_1_6_1_from_crates_io() -> None:
     """The binding was built against the pinned release, not a source tree."""
-    from impl import adapter  # noqa: PLC0415 - native tests only
+    from impl import adapter  # noqa: PLC0415 - crate tests only
 
     assert ("1.6.1", "registry") == (adapter.CRATE_VERSION, adapter.CRATE_SOURCE)
 
@@ -60,9 +60,9 @@ def test_the_extension_binds_dynamo_kv_router_1_6_1_from_crates_io() -> None:
 @pytest.mark.pinned
 def test_recheck_is_not_bound_because_the_crate_keeps_it_private() -> None:
     """Without feature `queue-recheck` the adapter refuses recheck calls."""
-    from impl.adapter import HAS_QUEUE_RECHECK, NativePolicyQueue  # noqa: PLC0415
+    from impl.adapter import HAS_QUEUE_RECHECK, CratePolicyQueue  # noqa: PLC0415
 
-    queue = NativePolicyQueue.synthetic(None, "fcfs")
+    queue = CratePolicyQueue.synthetic(None, "fcfs")
 
     with pytest.raises(UnsupportedError):
         queue.recheck_worker(W1)
@@ -72,7 +72,7 @@ def test_recheck_is_not_bound_because_the_crate_keeps_it_private() -> None:
 
 def test_a_lane_blocked_once_stays_blocked_when_its_predicate_passes() -> None:
     """G.5: after one failed test the crate never re-tests the lane publicly."""
-    queue = maker("native")((cls("agents", 10),))
+    queue = maker("crate")((cls("agents", 10),))
     put(queue, 0, 1, placement=W1)
 
     first = pop_payload(queue, Dispatch(saturated=frozenset({W1})))
@@ -84,7 +84,7 @@ def test_a_lane_blocked_once_stays_blocked_when_its_predicate_passes() -> None:
 
 def test_retain_subtracts_counters_rather_than_recomputing_them() -> None:
     """PQ-deferred-lazy and later subtract on retain; PQ-intent/PQ-eager recomputed."""
-    queue = maker("native")((cls("big", 1),))
+    queue = maker("crate")((cls("big", 1),))
     put(queue, 0, 1, raw=2**64 - 1)
     put(queue, 0, 2, raw=2**64 - 1, arrival=1.0)
 

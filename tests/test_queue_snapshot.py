@@ -24,9 +24,9 @@ def _snapshot(side: str) -> Snapshot:
     """`QueueSnapshot::new` of the model or of the crate."""
     if side == "model":
         return token_snapshot
-    from impl.adapter import token_snapshot as native  # noqa: PLC0415 - native side
+    from impl.adapter import token_snapshot as crate  # noqa: PLC0415 - crate side
 
-    return native
+    return crate
 
 
 tokens = st.integers(0, 64) | st.integers(0, USIZE_MAX) | st.just(USIZE_MAX)
@@ -51,11 +51,11 @@ def test_a_snapshot_clamps_cached_tokens_and_costs_at_least_one_token(
     assert _snapshot(side)(raw, cached) == expected
 
 
-@pytest.mark.native
+@pytest.mark.crate
 @given(raw=tokens, cached=tokens)
 def test_the_crate_builds_the_snapshot_the_model_builds(raw: int, cached: int) -> None:
     """Over the whole `usize` range, the crate's snapshot is the model's."""
-    assert _snapshot("native")(raw, cached) == token_snapshot(raw, cached)
+    assert _snapshot("crate")(raw, cached) == token_snapshot(raw, cached)
 
 
 @pytest.mark.parametrize("side", SIDES)

@@ -71,8 +71,8 @@ def test_a_trace_that_agrees_exits_zero_against_the_crate(trace_file: Path) -> N
 
 
 def test_a_trace_that_agrees_exits_zero_against_the_model(trace_file: Path) -> None:
-    """`--sut model` replays model against model: status 0."""
-    status, _ = _run([str(trace_file), "--sut", "model"])
+    """`--against model` replays model against model: status 0."""
+    status, _ = _run([str(trace_file), "--against", "model"])
 
     assert EXIT_AGREE == status
 
@@ -162,11 +162,14 @@ def test_a_recorded_answer_the_model_no_longer_gives_is_noted(
     [
         ([], "the following arguments are required: path"),
         (["nowhere.json"], "nowhere.json: no such file"),
-        (["{trace}", "--sut", "cuda"], "argument --sut: invalid choice: 'cuda'"),
+        (
+            ["{trace}", "--against", "cuda"],
+            "argument --against: invalid choice: 'cuda'",
+        ),
         (["{trace}", "--canary", "nope"], "unknown affinity canary 'nope' (known: "),
-        (["{trace}", "--canary", "late_expiry", "--sut", "model"], "--canary"),
+        (["{trace}", "--canary", "late_expiry", "--against", "model"], "--canary"),
     ],
-    ids=["no path", "missing file", "unknown sut", "unknown canary", "both"],
+    ids=["no path", "missing file", "unknown against", "unknown canary", "both"],
 )
 def test_a_usage_error_exits_two_with_one_line(
     argv: list[str],
@@ -205,7 +208,7 @@ def test_a_malformed_trace_exits_two_with_one_line_and_no_traceback(
 def test_a_table_the_crate_cannot_build_exits_two(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A manual-clock reaping variant has no native table in 1.6.1: usage error."""
+    """A manual-clock reaping variant has no crate table in 1.6.1: usage error."""
     config = AffinityConfig(ttl_ns=SECOND_NS, reaping="every_advance")
     path = save(record(config, ("a",), (Acquire("a"),), "x"), tmp_path / "t.json")
 

@@ -1,7 +1,7 @@
 """Affinity replicas over a faulty network: the machine, its trace kind, its checks.
 
-The machine runs two or three tables (the crate unless `VERIFY_SUT=model`),
-each beside its own reference model, under the loaded profile's replica budget
+The machine runs two or three tables (the crate unless `VERIFY_AGAINST=model`),
+each beside its own reference model, under the loaded settings's replica budget
 (`ci.profiles.replica_network_settings`). The trace kind `replica` records,
 replays and minimizes network programs; a canary's failure leaves an artifact
 that `python -m ci.replay` replays.
@@ -164,7 +164,7 @@ def test_the_program_replays_on_the_crate_and_the_canary_diverges_at_step_7() ->
     """The crate agrees at every step; the canary moves writer 2's binding."""
     trace = _record()
 
-    clean = replay(trace, KIND.native_factory(), "native")
+    clean = replay(trace, KIND.crate_factory(), "crate")
     broken = replay(trace, CANARIES[CANARY], CANARY)
 
     assert clean.first_failure is None
@@ -218,7 +218,7 @@ def test_after_a_partition_the_greater_version_wins_not_the_later_binding() -> N
     assert [(Target(1, None), Version(4, 1))] * 2 == [
         (entry.target, entry.version) for entry in bindings
     ]
-    assert replay(trace, KIND.native_factory(), "native").first_failure is None
+    assert replay(trace, KIND.crate_factory(), "crate").first_failure is None
 
 
 def test_an_invalidation_is_not_replicated_and_a_flush_restores_the_binding() -> None:
@@ -239,7 +239,7 @@ def test_an_invalidation_is_not_replicated_and_a_flush_restores_the_binding() ->
     assert "a" not in dict(invalidated.replicas[0].entries)
     assert "a" in dict(invalidated.replicas[1].entries)
     assert Version(1, 1) == dict(flushed.replicas[0].entries)["a"].version
-    assert replay(trace, KIND.native_factory(), "native").first_failure is None
+    assert replay(trace, KIND.crate_factory(), "crate").first_failure is None
 
 
 def test_a_stale_hold_sends_a_superseded_binding_to_a_third_replica() -> None:
@@ -261,7 +261,7 @@ def test_a_stale_hold_sends_a_superseded_binding_to_a_third_replica() -> None:
     )
     setup = ReplicaSetup(CONFIG, 3, ("a", "b"))
     trace = KIND.record(setup, ops, "A stale hold's commit.")
-    harness = KIND.harness(setup, KIND.native_factory())
+    harness = KIND.harness(setup, KIND.crate_factory())
     reports = [harness.step(op) for op in ops]
 
     last = trace.steps[-1]

@@ -270,13 +270,13 @@ PINNED_ONLY = pytest.mark.pinned
             ["{trace}", "--out", "{out}"], "--out needs --emit rust", id="out alone"
         ),
         pytest.param(
-            ["{trace}", "--emit", "rust", "--sut", "model"],
-            "drop --sut and --canary",
-            id="sut",
+            ["{trace}", "--emit", "rust", "--against", "model"],
+            "drop --against and --canary",
+            id="against",
         ),
         pytest.param(
             ["{trace}", "--emit", "rust", "--canary", "late_expiry"],
-            "drop --sut",
+            "drop --against",
             id="canary",
         ),
         pytest.param(
@@ -340,13 +340,13 @@ def test_out_writes_the_test_that_stdout_would_show(tmp_path: Path) -> None:
 
 def test_a_trace_in_an_artifact_folder_is_named_after_its_test(tmp_path: Path) -> None:
     """`<test>/<stamp>/minimal.json` exports as `fn <test>_minimal()`."""
-    folder = tmp_path / "test_the_machine-native" / "20260101T000000Z"
+    folder = tmp_path / "test_the_machine-crate" / "20260101T000000Z"
     config = AffinityConfig(ttl_ns=SECOND_NS)
     ops = (Acquire("a"), Commit(1, Target(1)), Release(2))
     save(record(config, ("a",), ops, "x"), folder / "minimal.json")
 
-    assert "test_the_machine_native_minimal" == export_name(folder / "minimal.json")
-    assert "test_the_machine_native_trace" == export_name(folder)
+    assert "test_the_machine_crate_minimal" == export_name(folder / "minimal.json")
+    assert "test_the_machine_crate_trace" == export_name(folder)
 
 
 @pytest.mark.slow

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from impl.adapter.scheduler import NS_PER_MS, NativeScheduler
+from impl.adapter.scheduler import NS_PER_MS, CrateScheduler
 from model.errors import SchedulerError
 from model.scheduler.ops import Schedule
 from model.scheduler.types import (
@@ -15,17 +15,17 @@ from model.scheduler.types import (
     SchedulerConfig,
 )
 
-pytestmark = pytest.mark.native
+pytestmark = pytest.mark.crate
 
 FIVE = SchedulerConfig(capacities_tokens=(5, 5))
 
 
-def _busy_worker_zero(scheduler: NativeScheduler) -> None:
+def _busy_worker_zero(scheduler: CrateScheduler) -> None:
     """Book six tokens on worker 0 (capacity 5): it is busy from then on."""
     scheduler.schedule(Schedule("big", 0, pinned=True, isl_tokens=6))
 
 
-def _unchanged_reads(scheduler: NativeScheduler) -> tuple[object, ...]:
+def _unchanged_reads(scheduler: CrateScheduler) -> tuple[object, ...]:
     return (
         scheduler.now_ms(),
         scheduler.pending_count(),
@@ -37,7 +37,7 @@ def _unchanged_reads(scheduler: NativeScheduler) -> tuple[object, ...]:
 
 def test_a_request_for_an_idle_worker_is_dispatched_at_once() -> None:
     """An idle worker takes a request in the same call, whatever its size."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
 
     scheduler.schedule(Schedule("a", 1, pinned=False, isl_tokens=50))
 
@@ -48,7 +48,7 @@ def test_a_request_for_an_idle_worker_is_dispatched_at_once() -> None:
 
 def test_a_request_for_a_busy_worker_waits_and_is_counted() -> None:
     """A request pinned to a busy worker waits; the counters show it."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
     _busy_worker_zero(scheduler)
 
     scheduler.schedule(Schedule("small", 0, pinned=True, isl_tokens=2))
@@ -60,7 +60,7 @@ def test_a_request_for_a_busy_worker_waits_and_is_counted() -> None:
 
 def test_the_actor_timer_rejects_a_waiting_request_exactly_at_its_due_time() -> None:
     """One ns before the due time it waits; at the due time it is rejected."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
     _busy_worker_zero(scheduler)
     scheduler.schedule(Schedule("due", 0, pinned=True, isl_tokens=1, due_ms=5))
 
@@ -75,7 +75,7 @@ def test_the_actor_timer_rejects_a_waiting_request_exactly_at_its_due_time() -> 
 
 def test_a_due_time_off_the_millisecond_grid_is_enforced_at_the_next_ms() -> None:
     """Tokio rounds timers up to 1 ms: due at 4.5 ms, rejected at 5 ms."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
     _busy_worker_zero(scheduler)
     table = scheduler._table
     table.schedule("due", 0, True, 1, 4_500_000)  # noqa: FBT003 - positional binding
@@ -90,7 +90,7 @@ def test_a_due_time_off_the_millisecond_grid_is_enforced_at_the_next_ms() -> Non
 
 def test_the_clock_refuses_to_move_backwards_and_changes_nothing() -> None:
     """A backwards move is refused; the clock stays where it was."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
     scheduler.advance(3)
 
     with pytest.raises(SchedulerError, match="cannot move backwards"):
@@ -101,7 +101,7 @@ def test_the_clock_refuses_to_move_backwards_and_changes_nothing() -> None:
 
 def test_the_clock_refuses_to_leave_the_binding_range() -> None:
     """Beyond 600 years the periodic recheck could fire: the binding refuses."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
 
     with pytest.raises(SchedulerError, match="beyond the binding's supported range"):
         scheduler.advance(600 * 31_557_600_000 + 1)
@@ -111,7 +111,7 @@ def test_the_clock_refuses_to_leave_the_binding_range() -> None:
 
 def test_freeing_an_id_without_a_booking_is_refused_and_changes_nothing() -> None:
     """`free` of a waiting or unknown id is the crate's RequestNotFound."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
     _busy_worker_zero(scheduler)
     scheduler.schedule(Schedule("small", 0, pinned=True, isl_tokens=1))
     before = _unchanged_reads(scheduler)
@@ -126,7 +126,7 @@ def test_freeing_an_id_without_a_booking_is_refused_and_changes_nothing() -> Non
 
 def test_a_cancel_of_an_unknown_id_is_refused() -> None:
     """Only a caller the binding started can go away."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
 
     with pytest.raises(SchedulerError) as refused:
         scheduler.cancel("nobody")
@@ -136,7 +136,7 @@ def test_a_cancel_of_an_unknown_id_is_refused() -> None:
 
 def test_a_second_caller_for_one_id_is_refused_before_the_crate_sees_it() -> None:
     """One caller per request id (the binding keeps callers by id)."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
     scheduler.schedule(Schedule("a", 0, pinned=True, isl_tokens=1))
     before = _unchanged_reads(scheduler)
 
@@ -148,7 +148,7 @@ def test_a_second_caller_for_one_id_is_refused_before_the_crate_sees_it() -> Non
 
 def test_a_capacity_for_a_worker_outside_the_fixed_set_is_refused() -> None:
     """The workers are fixed at construction; nothing is sent for another id."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
     before = _unchanged_reads(scheduler)
 
     with pytest.raises(SchedulerError, match="unknown worker 7"):
@@ -162,7 +162,7 @@ def test_token_counts_outside_usize_are_refused_and_change_nothing(
     isl_tokens: int,
 ) -> None:
     """PyO3 refuses a negative or oversized count before the crate is called."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
     before = _unchanged_reads(scheduler)
 
     with pytest.raises(SchedulerError, match="out of the crate's range"):
@@ -173,7 +173,7 @@ def test_token_counts_outside_usize_are_refused_and_change_nothing(
 
 def test_a_cancelled_caller_is_removed_and_its_lease_leaves_the_counters() -> None:
     """Dropping a waiting caller's future removes its request from the queue."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
     _busy_worker_zero(scheduler)
     scheduler.schedule(Schedule("gone", 0, pinned=False, isl_tokens=3))
     scheduler.advance(2)
@@ -188,10 +188,10 @@ def test_a_cancelled_caller_is_removed_and_its_lease_leaves_the_counters() -> No
 
 def test_dropping_a_scheduler_with_waiting_callers_returns() -> None:
     """The binding shuts the scheduler down and aborts its callers on drop."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
     _busy_worker_zero(scheduler)
     scheduler.schedule(Schedule("small", 0, pinned=True, isl_tokens=1, due_ms=9))
 
     del scheduler
 
-    assert NativeScheduler(FIVE).pending_count() == 0
+    assert CrateScheduler(FIVE).pending_count() == 0

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from impl.adapter.scheduler import NS_PER_MS, NativeScheduler
+from impl.adapter.scheduler import NS_PER_MS, CrateScheduler
 from model.errors import SchedulerError
 from model.scheduler.ops import Schedule
 from model.scheduler.table import ModelScheduler
@@ -31,15 +31,15 @@ if TYPE_CHECKING:
 FIVE = SchedulerConfig(capacities_tokens=(5, 5))
 BUILDERS: dict[str, Callable[[SchedulerConfig], SchedulerApi]] = {
     "model": ModelScheduler,
-    "crate": NativeScheduler,
+    "crate": CrateScheduler,
 }
 
 
 @pytest.fixture(params=sorted(BUILDERS))
 def build(request: pytest.FixtureRequest) -> Callable[[SchedulerConfig], SchedulerApi]:
-    """The model's scheduler, then the crate's (marked native)."""
+    """The model's scheduler, then the crate's (marked crate)."""
     if request.param == "crate":
-        request.applymarker(pytest.mark.native)
+        request.applymarker(pytest.mark.crate)
     return BUILDERS[request.param]
 
 
@@ -172,10 +172,10 @@ def test_a_due_time_past_the_cap_is_rejected_when_the_clock_reaches_the_cap(
     assert 1 == scheduler.class_stats()[0].rejected_due_time_passed_total
 
 
-@pytest.mark.native
+@pytest.mark.crate
 def test_one_ns_under_the_cap_sorts_before_the_cap() -> None:
     """A due key of `u64::MAX - 2` ns is not capped and comes first (ns due times)."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
     scheduler.schedule(Schedule("big", 0, pinned=True, isl_tokens=6))
     on_cap = Schedule("on_cap", 0, pinned=True, isl_tokens=6)
     under = Schedule("under", 0, pinned=True, isl_tokens=6)
@@ -188,12 +188,12 @@ def test_one_ns_under_the_cap_sorts_before_the_cap() -> None:
     assert Fate("waiting") == scheduler.fate("on_cap")
 
 
-@pytest.mark.native
+@pytest.mark.crate
 def test_a_due_time_beyond_the_platforms_instant_is_refused_and_changes_nothing() -> (
     None
 ):
     """A due time no `Instant` can hold is refused before the crate sees it."""
-    scheduler = NativeScheduler(FIVE)
+    scheduler = CrateScheduler(FIVE)
     too_far_ms = 10**30 // NS_PER_MS
 
     with pytest.raises(SchedulerError, match="beyond the platform's Instant"):

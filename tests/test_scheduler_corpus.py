@@ -11,7 +11,7 @@ from ci.canaries.scheduler import CANARIES
 from ci.replay.command import replay
 from ci.replay.corpus.scheduler_scenarios import SCENARIOS, files, stale_files
 from ci.replay.trace import load
-from stateful.harness import sut_name
+from stateful.harness import against_name
 
 FILES = files()
 
@@ -26,13 +26,13 @@ def test_the_scheduler_corpus_holds_scenarios_and_canary_catches() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=lambda path: path.stem)
 def test_a_scheduler_trace_replays_without_divergence(path: Path) -> None:
-    """Today's model gives the recorded answers; the SUT agrees; nothing violated."""
+    """Today's model gives the recorded answers; the crate agrees; nothing violated."""
     trace = load(path)
-    sut = sut_name()
+    against = against_name()
     kind = trace.kind
-    factory = kind.model_factory() if sut == "model" else kind.native_factory()
+    factory = kind.model_factory() if against == "model" else kind.crate_factory()
 
-    result = replay(trace, factory, sut)
+    result = replay(trace, factory, against)
     diverged = [index for index, v in enumerate(result.verdicts, 1) if v.failed]
     drifted = [index for index, v in enumerate(result.verdicts, 1) if v.drift]
 

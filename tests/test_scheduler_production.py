@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from ci import production
-from impl.adapter.scheduler import NS_PER_MS, NativeScheduler
+from impl.adapter.scheduler import NS_PER_MS, CrateScheduler
 from model.errors import SchedulerError
 from model.scheduler.ops import Schedule
 from model.scheduler.types import (
@@ -16,14 +16,14 @@ from model.scheduler.types import (
     SchedulerConfig,
 )
 
-pytestmark = [pytest.mark.pinned, pytest.mark.native]
+pytestmark = [pytest.mark.pinned, pytest.mark.crate]
 
 CONFIG = SchedulerConfig(capacities_tokens=(5, 5))
 
 
-def _blocked_lane() -> NativeScheduler:
+def _blocked_lane() -> CrateScheduler:
     """Worker 0 busy with `big` (6 of 5 tokens); `small` waits pinned to it."""
-    scheduler = NativeScheduler(CONFIG)
+    scheduler = CrateScheduler(CONFIG)
     scheduler.schedule(Schedule("big", 0, pinned=True, isl_tokens=6))
     scheduler.schedule(Schedule("small", 0, pinned=True, isl_tokens=1))
     assert Fate("waiting") == scheduler.fate("small")
@@ -116,7 +116,7 @@ def test_scheduler_cancel_removes_a_parked_request_and_nothing_after_dispatch() 
 
 def test_scheduler_binding_keeps_its_fixed_workers_and_clock_range() -> None:
     """Workers are `0..n` from construction; the clock stops at 600 years."""
-    scheduler = NativeScheduler(CONFIG)
+    scheduler = CrateScheduler(CONFIG)
 
     with pytest.raises(SchedulerError, match="unknown worker"):
         scheduler.set_capacity(2, 1)

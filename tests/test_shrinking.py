@@ -39,7 +39,7 @@ from ci.replay.command import replay
 from ci.replay.minimize import minimize
 from ci.replay.trace import Trace, kind_of
 from stateful import capture, stats
-from stateful.harness import sut_name
+from stateful.harness import against_name
 from stateful.machine import DifferentialMachine
 
 
@@ -204,9 +204,9 @@ def test_the_shrunk_trace_fails_against_the_canary_outside_hypothesis(
 def test_the_shrunk_trace_passes_against_the_real_system(shrunk: Shrunk) -> None:
     """The same program agrees with the unbroken system: the canary is the cause."""
     kind = shrunk.trace.kind
-    real = kind.model_factory() if sut_name() == "model" else kind.native_factory()
+    real = kind.model_factory() if against_name() == "model" else kind.crate_factory()
 
-    first = replay(shrunk.trace, real, sut_name()).first_failure
+    first = replay(shrunk.trace, real, against_name()).first_failure
 
     assert first is None
 

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import run_state_machine_as_test
 
-from impl.adapter import NativeAffinity
+from impl.adapter import CrateAffinity
 from model.affinity.ops import Acquire, Advance, Commit, EnableReplication, Op, Release
 from model.affinity.table import ModelAffinity
 from model.affinity.types import SECOND_NS, AffinityConfig, Mode, Target
@@ -126,10 +126,10 @@ def test_sampled_from_keeps_equal_values_of_other_types_apart() -> None:
     assert (True, False) == bools.elements  # type: ignore[attr-defined]
 
 
-@pytest.mark.native
+@pytest.mark.crate
 def test_a_crate_refusal_is_translated_and_changes_nothing() -> None:
     """The plain translation context still turns crate errors into model errors."""
-    table = NativeAffinity(_config())
+    table = CrateAffinity(_config())
     before = table.live_handles()
 
     with pytest.raises(InvalidArgumentError):
@@ -138,10 +138,10 @@ def test_a_crate_refusal_is_translated_and_changes_nothing() -> None:
     assert before == table.live_handles()
 
 
-@pytest.mark.native
+@pytest.mark.crate
 def test_an_out_of_range_value_is_an_invalid_argument() -> None:
     """An integer the binding cannot hold is refused as an invalid argument."""
-    table = NativeAffinity(_config())
+    table = CrateAffinity(_config())
 
     with pytest.raises(InvalidArgumentError, match="out of the crate's range"):
         table.commit(2**70, Target(1, None))

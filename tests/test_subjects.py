@@ -50,8 +50,8 @@ def test_an_entry_names_parts_that_agree_on_its_name(name: str) -> None:
     """Harness subject, machine and trace kind of an entry carry its name."""
     entry = subjects.entry(name)
 
-    assert name == entry.harness_subject().name
-    assert entry.harness_subject() is entry.machine().subject
+    assert name == entry.subject_class().name
+    assert entry.subject_class() is entry.machine().subject
     assert name == entry.kind().subject
 
 
@@ -156,7 +156,7 @@ class CounterSubject(Subject[int, CounterOp]):
         """A fresh counter."""
         return Counter(config)
 
-    def native_factory(self) -> Callable[[int], Any]:
+    def crate_factory(self) -> Callable[[int], Any]:
         """No crate behind a counter: a second model stands in."""
         return Counter
 
@@ -178,9 +178,9 @@ class CounterSubject(Subject[int, CounterOp]):
         del snapshot
         return int(api.total)
 
-    def difference(self, model_view: Any, sut_view: Any) -> str:
+    def difference(self, model_view: Any, crate_view: Any) -> str:
         """The two totals."""
-        return f"total: model {model_view} != sut {sut_view}"
+        return f"total: model {model_view} != crate {crate_view}"
 
 
 class CounterMachine(DifferentialMachine):
@@ -245,7 +245,7 @@ class CounterKind(TraceKind):
         """A second counter."""
         return Counter
 
-    def native_factory(self) -> Factory:
+    def crate_factory(self) -> Factory:
         """A second counter (no crate behind it)."""
         return Counter
 
@@ -292,7 +292,7 @@ ROOT = Path(__file__).resolve().parents[1]
 COUNTER = subjects.SubjectEntry(
     name="counter",
     description="a running total (a dummy subject: model against model)",
-    harness=lambda: CounterSubject,
+    subject=lambda: CounterSubject,
     machine=lambda: CounterMachine,
     trace_kind=lambda: KIND,
     canaries=lambda: sys.modules[__name__],
@@ -358,7 +358,9 @@ def test_a_counter_trace_is_written_read_and_replayed(
     path = save(trace, tmp_path / "counter.json")
 
     loaded = load(path)
-    agrees = replay_cli.main([str(path), "--sut", "model"], Console(file=io.StringIO()))
+    agrees = replay_cli.main(
+        [str(path), "--against", "model"], Console(file=io.StringIO())
+    )
     caught = replay_cli.main(
         [str(path), "--canary", "forgetful_reset"], Console(file=io.StringIO())
     )

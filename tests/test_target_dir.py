@@ -21,7 +21,7 @@ import pytest
 from command_support import REPO, run_module
 
 from ci import build_local, order
-from ci.mutants.plan import BINDING_PROFILES, pinned_toolchain
+from ci.mutants.plan import CARGO_PROFILES, pinned_toolchain
 from ci.replay.rust import cargo
 from ci.target_dir import (
     INSTALL_PROFILE,
@@ -242,9 +242,9 @@ def test_every_build_of_the_crate_defaults_to_the_installs_profile(
 
     assert "mutants" == installed
     assert installed == INSTALL_PROFILE
-    assert installed == build_local.PROFILES[0]
+    assert installed == build_local.CARGO_PROFILES[0]
     assert installed == local.profile
-    assert installed == BINDING_PROFILES[0]
+    assert installed == CARGO_PROFILES[0]
     assert installed == cargo.PROFILE
 
 
@@ -260,17 +260,19 @@ def test_the_install_profile_is_release_semantics_without_the_optimizer() -> Non
     assert 0 == profile["opt-level"]
 
 
-@pytest.mark.native
+@pytest.mark.crate
 @pytest.mark.pinned
 def test_the_installed_binding_is_built_in_the_profile_the_readme_names() -> None:
-    """The extension reports pyproject's profile, unoptimized, without assertions."""
+    """The binding reports pyproject's profile, unoptimized, without assertions."""
     installed = _install_profile()
     readme = " ".join((REPO / "README.md").read_text("utf-8").split())
 
     assert installed == adapter.BUILD_PROFILE
     assert "0" == adapter.OPT_LEVEL
     assert False is adapter.DEBUG_ASSERTIONS
-    assert f"builds the binding in impl/Cargo.toml's `{installed}` profile" in readme
+    assert (
+        f"builds the binding in impl/Cargo.toml's `{installed}` cargo profile" in readme
+    )
 
 
 class _Item:

@@ -45,7 +45,7 @@ from ci.replay.trace import Factory, Trace, load
 ROUNDS_DEFAULT = 20
 
 
-def corpus_traces(subject: str, native: Factory) -> list[Trace]:
+def corpus_traces(subject: str, crate: Factory) -> list[Trace]:
     """The committed traces of `subject` the pinned crate can build, by file name."""
     traces = []
     for path in corpus_files():
@@ -53,7 +53,7 @@ def corpus_traces(subject: str, native: Factory) -> list[Trace]:
         if trace.header.subject != subject:
             continue
         try:
-            replay(trace, native, "native")
+            replay(trace, crate, "crate")
         except UsageError:  # e.g. a manual-clock trace: 1.6.1 has no manual clock
             continue
         traces.append(trace)
@@ -85,31 +85,29 @@ def bench(
     import ci.profiles  # noqa: F401, PLC0415 - loads the selected Hypothesis profile
 
     machine = entry.machine()
-    native, model = entry.kind().native_factory(), entry.kind().model_factory()
+    crate, model = entry.kind().crate_factory(), entry.kind().model_factory()
     chosen = (
         None
         if examples is None
         else settings(max_examples=examples, derandomize=True, database=None)
     )
-    crate = machine_figures("machine, model vs crate", machine, native, chosen)
+    against = machine_figures("machine, model vs crate", machine, crate, chosen)
     alone = machine_figures("machine, model vs model", machine, model, chosen)
-    rows = [crate, alone]
+    rows = [against, alone]
     title = entry.name if examples is None else f"{entry.name}: {examples} programs"
-    traces = corpus_traces(entry.name, native)
+    traces = corpus_traces(entry.name, crate)
     if traces:
-        rows.append(replay_figures("replay, model vs crate", traces, native, rounds))
+        rows.append(replay_figures("replay, model vs crate", traces, crate, rounds))
         rows.append(replay_figures("replay, model vs model", traces, model, rounds))
         title += f"; {len(traces)} corpus traces x {rounds} rounds"
     if workers is not None:
         workload = f"machine, model vs crate, {workers} workers"
-        rows.append(
-            parallel_machine_figures(workload, machine, native, chosen, workers)
-        )
+        rows.append(parallel_machine_figures(workload, machine, crate, chosen, workers))
         title += f"; {workers} workers"
     if entry.bench is not None:
         rows += entry.bench()()
     print_table(title, rows)
-    print(f"differential / model-only, CPU per step: {ratio(crate, alone):.2f}")
+    print(f"differential / model-only, CPU per step: {ratio(against, alone):.2f}")
 
 
 def main(argv: Sequence[str] | None = None, prog: str = "ci.bench") -> int:

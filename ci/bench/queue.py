@@ -64,22 +64,22 @@ def _program(seed: int) -> list[QueueOp]:
     return ops
 
 
-def _replay_figures(workload: str, ops: list[QueueOp], *, native: bool) -> Figures:
+def _replay_figures(workload: str, ops: list[QueueOp], *, on_crate: bool) -> Figures:
     model = ModelPolicyQueue(CLASSES)
-    sut: PolicyQueueApi | None = None
-    if native:
-        from impl.adapter import NativePolicyQueue  # noqa: PLC0415 - native run only
+    crate: PolicyQueueApi | None = None
+    if on_crate:
+        from impl.adapter import CratePolicyQueue  # noqa: PLC0415 - crate run only
 
-        sut = NativePolicyQueue.from_yaml(profile_yaml(CLASSES, (False,) * 4))
+        crate = CratePolicyQueue.from_yaml(profile_yaml(CLASSES, (False,) * 4))
 
     def run() -> int:
         for op in ops:
             expected = apply_op(model, op)
-            if sut is not None:
-                actual = apply_op(sut, op)
+            if crate is not None:
+                actual = apply_op(crate, op)
                 if expected != actual:
                     raise AssertionError(f"{op}: model {expected} != crate {actual}")
-                if observe(model) != observe(sut):
+                if observe(model) != observe(crate):
                     raise AssertionError(f"{op}: states differ")
             else:
                 observe(model)
@@ -92,8 +92,8 @@ def fixed_program() -> tuple[Figures, Figures]:
     """The queue's own rows: one fixed program on model plus crate, then alone."""
     ops = _program(seed=0)
     return (
-        _replay_figures("fixed program, model vs crate", ops, native=True),
-        _replay_figures("fixed program, model only", ops, native=False),
+        _replay_figures("fixed program, model vs crate", ops, on_crate=True),
+        _replay_figures("fixed program, model only", ops, on_crate=False),
     )
 
 

@@ -2,7 +2,7 @@
 
 Two families:
 
-* wrappers around the crate's adapter (`NativeAffinity`), which the
+* wrappers around the crate's adapter (`CrateAffinity`), which the
   differential machine must catch by comparison with the model;
 * broken model variants, which the bounded explorer must catch through a
   violated property (and the machine through comparison).
@@ -15,13 +15,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from impl.adapter import NativeAffinity
+from impl.adapter import CrateAffinity
 from model.affinity.api import AffinityApi
 from model.affinity.table import CLOCK_NS_MAX, Binding, ModelAffinity
 from model.affinity.types import AffinityConfig, ReplicaOutcome, Target, Version
 
 
-class LateExpiry(NativeAffinity):
+class LateExpiry(CrateAffinity):
     """Serves a binding one nanosecond past its idle deadline (its clock lags 1 ns)."""
 
     def __init__(self, config: AffinityConfig) -> None:
@@ -42,7 +42,7 @@ class LateExpiry(NativeAffinity):
         return self._reported_ns
 
 
-class StaleReplicaWins(NativeAffinity):
+class StaleReplicaWins(CrateAffinity):
     """Treats every replica update as one sequence newer than it is."""
 
     def apply_replica_update(
@@ -53,7 +53,7 @@ class StaleReplicaWins(NativeAffinity):
         return super().apply_replica_update(session_id, target, bumped)
 
 
-class ForgetfulRelease(NativeAffinity):
+class ForgetfulRelease(CrateAffinity):
     """Never releases a lease into the table, so bindings never expire (cf. F.1)."""
 
     def release(self, handle: int) -> None:
@@ -61,7 +61,7 @@ class ForgetfulRelease(NativeAffinity):
         self.leaked = [*getattr(self, "leaked", []), handle]
 
 
-class SleepyWaiter(NativeAffinity):
+class SleepyWaiter(CrateAffinity):
     """A waiter never learns that its initialization settled."""
 
     def waiter_done(self, waiter: int) -> bool:
@@ -106,7 +106,7 @@ CANARIES: dict[str, Callable[[AffinityConfig], AffinityApi]] = {
 }
 """Every affinity canary; each must be caught by the machine."""
 
-NATIVE_CANARIES: frozenset[str] = frozenset(CANARIES)
+CRATE_CANARIES: frozenset[str] = frozenset(CANARIES)
 """The affinity canaries run against the crate (the model ones beside it too)."""
 
 MODEL_CANARIES: dict[str, type[ModelAffinity]] = {

@@ -14,7 +14,7 @@ from typing import ClassVar
 
 from model.affinity.table import ModelAffinity
 from stateful.affinity_machine import AffinityMachine
-from stateful.affinity_subject import SutFactory
+from stateful.affinity_subject import CrateFactory
 from stateful.machine import precondition, rule
 
 HASH_ORDERED_SESSIONS: frozenset[str] = frozenset({"a", "b", "c", "d"})
@@ -24,7 +24,7 @@ HASH_ORDERED_SESSIONS: frozenset[str] = frozenset({"a", "b", "c", "d"})
 class HashOrderMachine(AffinityMachine):
     """The affinity machine (model against model) drawing from an unsorted set."""
 
-    factory: ClassVar[SutFactory | None] = ModelAffinity
+    factory: ClassVar[CrateFactory | None] = ModelAffinity
 
     def is_built(self) -> bool:
         """The tables exist."""

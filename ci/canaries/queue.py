@@ -5,10 +5,10 @@ machine in place of the crate; the machine must fail on every one of them,
 by the check named in `CAUGHT_BY` (`tests/test_canaries.py`). Two
 families:
 
-* wrappers around the crate's queue (`NativePolicyQueue`), built from the
+* wrappers around the crate's queue (`CratePolicyQueue`), built from the
   spec's YAML like the real system under test: the tie-break reversed, a
   limit off by one worker, counters read one call late;
-* broken model variants (they run without the extension): what a wrong
+* broken model variants (they run without the binding): what a wrong
   implementation of SPEC C.5-C.7 would get wrong.
 
 `CANARIES` maps a name to its factory. `SLOW_CANARIES` are caught too, but
@@ -28,7 +28,7 @@ from model.queue.table import (
     class_candidate,
     item_of,
 )
-from stateful.queue_subject import native_factory
+from stateful.queue_subject import crate_factory
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -138,7 +138,7 @@ class _Wrapped:
     """Forwards every call to the crate's queue built from the spec."""
 
     def __init__(self, spec: ProfileSpec) -> None:
-        self.inner = native_factory(spec)
+        self.inner = crate_factory(spec)
 
     def __getattr__(self, name: str) -> object:
         return getattr(self.inner, name)
@@ -238,7 +238,7 @@ CANARIES: dict[str, Callable[[ProfileSpec], PolicyQueueApi]] = {
     "sticky_deficit": sticky_deficit,
 }
 
-NATIVE_CANARIES: frozenset[str] = frozenset(
+CRATE_CANARIES: frozenset[str] = frozenset(
     {"late_stats", "lax_request_limit", "lifo_ties"}
 )
 """The queue canaries that wrap the crate's queue (the others wrap the model)."""

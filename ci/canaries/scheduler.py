@@ -5,7 +5,7 @@ machine in place of the crate; the machine must fail on every one of them, by
 the check named in `CAUGHT_BY` (`tests/test_canaries.py`), and the property
 named in `PROPERTY` must reject what the canary shows on its own scenario
 (`tests/test_scheduler_canaries.py`). They are broken variants of the model
-(they run without the extension):
+(they run without the binding):
 
 * `lane_never_rechecked` -- a free, a capacity change, `update_queue` and the
   due-time timer dispatch what is dispatchable but never re-test a blocked

@@ -4,7 +4,7 @@
                              [--seed S] [--examples N] [--hash-seeds A,B]
 
 Every run is a fresh `python -m pytest` process on one target's test
-(`ci.trust.targets`) under `ci-seeded` (the `ci` profile's sizes, randomized)
+(`ci.trust.targets`) under `ci-seeded` (the `ci` settings' sizes, randomized)
 with `--hypothesis-seed=S`; the two runs of a pair differ only in
 `PYTHONHASHSEED` (default 0 and 1), as two machines would.
 
@@ -51,6 +51,7 @@ from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     artifacts_root,
     folder_of_replay_line,
+    recorded_against,
     utc_stamp,
 )
 from ci.trust import runner
@@ -58,7 +59,7 @@ from ci.trust.plugin import RunConfig
 from ci.trust.targets import (
     CRATE_TARGETS,
     TARGETS,
-    Target,
+    MachineTest,
     UnknownTargetError,
     resolve,
 )
@@ -138,7 +139,7 @@ def first_difference(first: bytes, second: bytes) -> str:
 
 
 def _run(
-    target: Target,
+    target: MachineTest,
     config: RunConfig,
     seed: int,
     hash_seed: str,
@@ -149,7 +150,9 @@ def _run(
     return runner.run([target.nodeid], config, seed=seed, env=env, work=work)
 
 
-def _counterexample(run: runner.PytestRun, target: Target) -> runner.TestResult | None:
+def _counterexample(
+    run: runner.PytestRun, target: MachineTest
+) -> runner.TestResult | None:
     test = run.test(target.nodeid)
     if test is None or not (test.outcome == "failed" and test.counterexample):
         return None
@@ -157,7 +160,11 @@ def _counterexample(run: runner.PytestRun, target: Target) -> runner.TestResult 
 
 
 def passing_pair(
-    target: Target, examples: int, seed: int, hash_seeds: tuple[str, str], work: Path
+    target: MachineTest,
+    examples: int,
+    seed: int,
+    hash_seeds: tuple[str, str],
+    work: Path,
 ) -> Pair:
     """Run twice; the step logs must be byte-identical."""
     logs: list[bytes] = []
@@ -230,7 +237,7 @@ def _artifact(test: runner.TestResult) -> Path | None:
 
 
 def failing_pair(
-    target: Target, seed: int, hash_seeds: tuple[str, str], work: Path
+    target: MachineTest, seed: int, hash_seeds: tuple[str, str], work: Path
 ) -> Pair:
     """Run twice; the same trace and failing check; the same replay verdict."""
     found: list[runner.TestResult] = []
@@ -284,8 +291,10 @@ def failing_pair(
             detail=f"failing check {checks}",
             test_cases=counts,
         )
-    sut = json.loads((first / "meta.json").read_text(encoding="utf-8"))["sut"]
-    canary = sut.removeprefix("canary:") if sut.startswith("canary:") else None
+    against = recorded_against(
+        json.loads((first / "meta.json").read_text(encoding="utf-8"))
+    )
+    canary = against.removeprefix("canary:") if against.startswith("canary:") else None
     replays = [_replay_output(first, canary, seed) for seed in hash_seeds]
     if replays[0][0] != 1 or replays[0] != replays[1]:
         codes = f"exit {replays[0][0]} and {replays[1][0]}"
@@ -310,8 +319,8 @@ def failing_pair(
 
 def _check(
     arguments: argparse.Namespace,
-    passing: Sequence[Target],
-    failing: Sequence[Target],
+    passing: Sequence[MachineTest],
+    failing: Sequence[MachineTest],
 ) -> None:
     if not passing and not failing:
         raise UsageError("nothing to check: give --targets or --failing")

@@ -255,7 +255,7 @@ def replay_witness(row: Row, path: Path) -> None:
     except UsageError:  # the crate cannot build this table: the model can
         factory, label = factory_for(trace.kind, "model", None)
         result = replay(trace, factory, label)
-        row.replay_line = f"python -m ci.replay {shown} --sut model"
+        row.replay_line = f"python -m ci.replay {shown} --against model"
     failure = result.first_failure
     if failure is not None:
         row.replayed = (
@@ -397,7 +397,7 @@ def as_markdown(document: Mapping[str, Any]) -> str:
     lines = [
         INTRO,
         (
-            f"Run: profile `{run.get('profile', '?')}`, crate {run.get('crate', '?')}, "
+            f"Run: gate job `{run.get('job', '?')}`, crate {run.get('crate', '?')}, "
             f"machines: {', '.join(run.get('machines', [])) or 'none'}."
         ),
         "",

@@ -8,7 +8,7 @@ measurement):
   configuration pinned to the bound's and every other rule unchanged. Its
   rules draw and guard on the model only, so the visited model states are the
   ones a run against the crate visits (up to a disagreement, which would fail
-  that run anyway), without needing the extension or its cost. Steps that
+  that run anyway), without needing the binding or its cost. Steps that
   leave the bound (other sessions, pins, clock instants, or past `depth_max`)
   cover nothing. Its rules' denominators are `RULE_OP_TYPES`.
 * `restricted`: one rule per operation type of the bound, drawing only the

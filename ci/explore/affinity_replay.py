@@ -52,17 +52,17 @@ from ci.replay.trace import Trace, save
 from model.affinity.ops import Op
 from model.affinity.table import ModelAffinity
 from stateful.affinity_machine import AffinityMachine
-from stateful.affinity_subject import AffinityHarness, SutFactory
+from stateful.affinity_subject import AffinityHarness, CrateFactory
 
 Edge = tuple[int, int, Op]
 
 
 def replay_bound(bound: Bound) -> ReplayResult:
     """Cover every edge of `bound` with root paths and replay them on the crate."""
-    from impl.adapter import NativeAffinity  # noqa: PLC0415 - only when replaying
+    from impl.adapter import CrateAffinity  # noqa: PLC0415 - only when replaying
 
     exploration = explore(bound)
-    return replay_paths(exploration, edge_cover_paths(exploration), NativeAffinity)
+    return replay_paths(exploration, edge_cover_paths(exploration), CrateAffinity)
 
 
 def _replay(bounds: Sequence[Bound], console: Console) -> int:
@@ -180,7 +180,7 @@ def bfs_steps(canary: str) -> int | None:
 def replay_paths(
     exploration: Exploration,
     paths: list[list[Edge]],
-    factory: SutFactory,
+    factory: CrateFactory,
     failures_max: int = 10,
 ) -> ReplayResult:
     """Replay each path through a fresh harness; stop after `failures_max` failures."""
@@ -262,7 +262,7 @@ class _CountingMachine(AffinityMachine):
 
 
 def hypothesis_shrunk_steps(canary: str, model_type: type[ModelAffinity]) -> int:
-    """Operations in the program Hypothesis reports for `model_type` as the SUT."""
+    """Operations Hypothesis reports for `model_type` standing in for the crate."""
     machine = cast(
         "type[_CountingMachine]",
         type(

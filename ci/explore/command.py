@@ -34,7 +34,7 @@ the coverage runners its `Explorer.machines` names), and the commands its
 and `--counterexamples`; the queue's graph relabels payloads, so its paths
 are not replayed verbatim, and it has no model canaries or picture).
 `--bound NAME` (repeatable) restricts any command to some of the subject's
-bounds; `--profile NAME` picks the Hypothesis profile
+bounds; `--settings NAME` picks the Hypothesis settings
 for `--coverage` (default: the selected one, `ci` unless told).
 """
 
@@ -66,7 +66,7 @@ from ci.explore.coverage import Coverage, measure
 from ci.explore.paths import ReplayFailure, ReplayResult
 from ci.explore.search import AnyExploration, BoundLike
 from ci.inputs import InputError, at, expect_int, expect_object, read_json
-from ci.profiles import PROFILE_NAMES, selected_profile
+from ci.profiles import SETTINGS_NAMES, selected_profile
 from properties import properties
 
 __all__ = ["COUNTS_PATH", "coverage_summary", "main"]
@@ -449,13 +449,14 @@ def parse(argv: Sequence[str] | None) -> argparse.Namespace:
     """The parsed command line; `UsageError` (one line) for bad arguments."""
     parser = OneLineParser(prog="python -m ci.explore")
     choices = [found.name for found in subjects.explorable()]
+    parser.renamed("--profile", "--settings")  # old spelling, refused
     parser.add_argument("--subject", choices=choices, default=DEFAULT_SUBJECT)
     parser.add_argument("--bound", action="append", metavar="NAME")
     command = parser.add_mutually_exclusive_group()
     for name in COMMANDS:
         command.add_argument(f"--{name.replace('_', '-')}", action="store_true")
     parser.add_argument(
-        "--profile", choices=PROFILE_NAMES, help="Hypothesis profile for --coverage"
+        "--settings", choices=SETTINGS_NAMES, help="Hypothesis profile for --coverage"
     )
     parser.add_argument("--out", type=Path, help="directory for --counterexamples")
     parser.add_argument(
@@ -492,8 +493,8 @@ def _check_options(args: argparse.Namespace) -> None:
     """Refuse an option the chosen command ignores; check outputs before work."""
     chosen = [name for name in COMMANDS if getattr(args, name)]
     command = chosen[0] if chosen else "check"
-    given = {"--json": args.json, "--out": args.out, "--profile": args.profile}
-    used_by = {"--json": "check", "--out": "counterexamples", "--profile": "coverage"}
+    given = {"--json": args.json, "--out": args.out, "--settings": args.settings}
+    used_by = {"--json": "check", "--out": "counterexamples", "--settings": "coverage"}
     for flag, value in sorted(given.items()):
         if value is not None and command != used_by[flag]:
             raise UsageError(f"{flag}: the {command} command does not use it")
@@ -537,7 +538,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.bench:
         return _bench(subject, bounds, console)
     if args.coverage:
-        return _coverage(subject, bounds, args.profile, console)
+        return _coverage(subject, bounds, args.settings, console)
     for name in OPTIONAL:
         if getattr(args, name):
             return explorer(subject).commands()[name](bounds, args, console)

@@ -388,10 +388,10 @@ class _Configs:
 
 def bfs_steps(canary: str) -> int | None:
     """The shortest violation's length for a canary that is a model (else None)."""
-    from ci.canaries.queue import CANARIES, NATIVE_CANARIES  # noqa: PLC0415
+    from ci.canaries.queue import CANARIES, CRATE_CANARIES  # noqa: PLC0415
     from ci.explore.shrink import shortest_violation  # noqa: PLC0415
 
-    if canary in NATIVE_CANARIES:
+    if canary in CRATE_CANARIES:
         return None
 
     def model(configs: tuple[ClassConfig, ...]) -> ModelPolicyQueue:

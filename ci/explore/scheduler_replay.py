@@ -71,7 +71,7 @@ def _landed(trace: Trace, exploration: SchedulerExploration, nodes: list[int]) -
 def replay_exploration(
     exploration: SchedulerExploration,
     factory: Factory,
-    sut: str,
+    against: str,
     out: Path | None = None,
 ) -> ReplayResult:
     """Replay edge-covering paths of `exploration` through `factory`'s scheduler.
@@ -87,7 +87,7 @@ def replay_exploration(
         trace = path_trace(
             bound, ops, f"edge-covering path {number} of scheduler bound {bound.name}"
         )
-        result = replay(trace, factory, sut)
+        result = replay(trace, factory, against)
         steps += len(result.verdicts)
         verdict = result.first_failure
         difference = "" if verdict is None else verdict.detail or str(verdict.failed)
@@ -113,8 +113,8 @@ def replay_exploration(
 
 def replay_bound(bound: SchedulerBound, out: Path | None = None) -> ReplayResult:
     """Cover every edge of `bound` with paths and replay them on the crate."""
-    factory = KIND.native_factory()
-    return replay_exploration(explore(bound), factory, "native", out)
+    factory = KIND.crate_factory()
+    return replay_exploration(explore(bound), factory, "crate", out)
 
 
 def _replay(

@@ -36,7 +36,7 @@ from typing import Any, Generic, NoReturn, Protocol, TypeVar
 import networkx as nx  # type: ignore[import-untyped]  # no stubs pinned in [lint]
 
 from properties import Property, Step, properties
-from properties.registry import Over, Subject
+from properties.registry import Over, SubjectName
 
 
 class BoundLike(Protocol):
@@ -97,7 +97,7 @@ class Space(Generic[BoundT, StateT, OpT]):
     """One subject inside one bound, as the search sees it."""
 
     bound: BoundT
-    subject: Subject  # whose registered properties are checked
+    subject: SubjectName  # whose registered properties are checked
     root: StateT
     successors: Callable[[StateT], Iterator[Transition[StateT, OpT] | None]]
     """Each enabled operation applied, in a fixed order; None leaves the bound."""
@@ -125,7 +125,7 @@ class Exploration(Generic[BoundT, StateT, OpT]):
     parent: list[tuple[int, OpT] | None]  # BFS tree: how each node was first reached
     violations: list[Violation[OpT]]  # the first (shortest) per property
     goals: tuple[str, ...]  # the `sometimes` goals that apply to the bound
-    subject: Subject  # whose properties were checked
+    subject: SubjectName  # whose properties were checked
     reached: dict[str, int] = field(default_factory=dict)  # goal -> first depth
     excluded: int = 0  # transitions that would leave the bound
     horizon_states: int = 0  # nodes at `depth_max`, not expanded
@@ -201,7 +201,7 @@ class _Props:
     always: list[Property]
 
     @classmethod
-    def of(cls, subject: Subject, over: Over) -> _Props:
+    def of(cls, subject: SubjectName, over: Over) -> _Props:
         """Both lists for `subject` over states or steps."""
         return cls(
             sometimes=properties(subject, "sometimes", over),
@@ -218,7 +218,7 @@ class _Checks:
     refusal: _Props
 
     @classmethod
-    def of(cls, subject: Subject) -> _Checks:
+    def of(cls, subject: SubjectName) -> _Checks:
         """State, step and refusal properties of `subject`."""
         return cls(
             state=_Props.of(subject, "state"),

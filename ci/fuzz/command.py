@@ -6,7 +6,7 @@
     python -m ci.fuzz --replay TARGET [--redis URL] [--db DIR]
 
 Each worker runs batches: one fresh `python -m pytest` process on one target's
-test (`ci.trust.targets`) under the `fuzz` profile (`ci/profiles.py`), with a
+test (`ci.trust.targets`) under the `fuzz` settings (`ci/profiles.py`), with a
 new seed, `--examples` programs of `--runs` runs of operations, and the shared example
 database (`ci.trust.database`: Redis if `--redis`, always the local directory
 `--db` beside it). Workers take the targets in turn. A batch that fails with a
@@ -63,6 +63,7 @@ from ci.replay.artifacts import (
     ARTIFACTS_ENV,
     artifacts_root,
     folder_of_replay_line,
+    recorded_against,
     utc_stamp,
 )
 from ci.trust import runner
@@ -72,7 +73,7 @@ from ci.trust.runner import TestResult
 from ci.trust.targets import (
     CRATE_TARGETS,
     TARGETS,
-    Target,
+    MachineTest,
     UnknownTargetError,
     resolve,
 )
@@ -164,7 +165,7 @@ class Failure:
 class TargetState:
     """What the workers did to one target."""
 
-    target: Target
+    target: MachineTest
     batches: int = 0
     examples: int = 0
     behaviours: set[str] = field(default_factory=set)
@@ -246,8 +247,10 @@ def trace_lines(test: TestResult) -> tuple[str, ...]:
     lines = []
     for line in test.replay:
         meta = _meta(line)
-        sut = "" if meta is None else str(meta.get("sut", ""))
-        canary = sut.removeprefix("canary:") if sut.startswith("canary:") else None
+        against = "" if meta is None else recorded_against(meta)
+        canary = (
+            against.removeprefix("canary:") if against.startswith("canary:") else None
+        )
         lines.append(line if canary is None else f"{line} --canary {canary}")
     return tuple(lines)
 
@@ -427,7 +430,7 @@ def summary(fuzz: Fuzz, redis_url: str | None, db: Path, elapsed_s: float) -> li
     return lines
 
 
-def fuzz_main(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
+def fuzz_main(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> int:
     """Run the workers, report progress, print the failures."""
     root = arguments.artifacts or artifacts_root()
     db = arguments.db or root / DEFAULT_DB
@@ -496,7 +499,7 @@ def fuzz_main(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
     return EXIT_FOUND if found else EXIT_CLEAN
 
 
-def replay_main(arguments: argparse.Namespace, target: Target) -> int:
+def replay_main(arguments: argparse.Namespace, target: MachineTest) -> int:
     """Run `target` once from the database only, in a fresh process."""
     root = arguments.artifacts or artifacts_root()
     db = arguments.db or root / DEFAULT_DB
@@ -551,7 +554,7 @@ def _fill_defaults(arguments: argparse.Namespace) -> None:
         arguments.progress_every = PROGRESS_EVERY_S
 
 
-def _check(arguments: argparse.Namespace, targets: Sequence[Target]) -> None:
+def _check(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> None:
     """Bounds argparse cannot state."""
     if arguments.workers is not None and arguments.workers > WORKERS_MAX:
         raise UsageError(f"--workers must be at most {WORKERS_MAX}")

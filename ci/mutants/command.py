@@ -29,7 +29,7 @@ manual-clock revision, with the binding features that tree supports)::
 The editable install in `impl/` is never touched: mutant builds go to a copy of
 the Python tree in the work folder (`ci/build_local.py`). Before the first
 mutant the unmutated copy is built and both sides run once as a baseline;
-tests that fail there (for example the check that the extension comes from
+tests that fail there (for example the check that the binding comes from
 crates.io, which a path build cannot pass) are deselected for every mutant and
 listed in the report.
 
@@ -56,7 +56,7 @@ from rich.console import Console
 
 from ci.build_local import (
     REPO,
-    describe_extension,
+    describe_binding,
     reinstall_pinned,
 )
 from ci.cli import (
@@ -77,7 +77,7 @@ from ci.mutants.cargo_mutants import (
 )
 from ci.mutants.operators import TARGET_FILES
 from ci.mutants.plan import (
-    BINDING_PROFILES,
+    CARGO_PROFILES,
     CRATE_TIMEOUT_S_DEFAULT,
     PYTEST_OPTIONS_DEFAULT,
     Config,
@@ -116,7 +116,7 @@ def ensure_pinned_install(force: bool) -> None:
     """
     if not force:
         with contextlib.suppress(Exception):
-            if describe_extension()["source"] == "registry":
+            if describe_binding()["source"] == "registry":
                 return
     console.print("reinstalling the pinned crate: pip install -e .")
     reinstall_pinned()
@@ -156,6 +156,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         prog=PROG,
         description="Mutation sweep of the suite against dynamo-kv-router.",
     )
+    parser.renamed("--binding-profile", "--cargo-profile")  # old spelling, refused
     parser.add_argument("--list", action="store_true", help="print the plan and diffs")
     parser.add_argument(
         "--smoke",
@@ -217,9 +218,9 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         help="where the run folders go (default ci/artifacts/mutants)",
     )
     parser.add_argument(
-        "--binding-profile",
-        choices=BINDING_PROFILES,
-        default=BINDING_PROFILES[0],
+        "--cargo-profile",
+        choices=CARGO_PROFILES,
+        default=CARGO_PROFILES[0],
         help="cargo profile of the mutant builds: mutants (release semantics, "
         "no optimizer: seconds per rebuild; as installed) or release (optimized)",
     )
@@ -256,7 +257,7 @@ def parse_args(argv: Sequence[str] | None) -> tuple[Config, argparse.Namespace]:
         work_dir=args.work_dir.resolve(),
         out_root=args.out.resolve(),
         source=_source_tree(args.source),
-        binding_profile=args.binding_profile,
+        cargo_profile=args.cargo_profile,
     )
     if config.ids and len(args.shard) > 1:
         raise UsageError("--ids and several shards do not go together")
@@ -343,7 +344,7 @@ def _main_smoke(work_dir: Path) -> int:
     verdict = result.verdict
     console.print(
         f"{result.mutant.describe()} built in "
-        f"{result.build_seconds:.0f} s against {result.extension['source']}: "
+        f"{result.build_seconds:.0f} s against {result.binding['source']}: "
         f"ours {verdict.outcome} in {verdict.seconds:.0f} s "
         f"{verdict.test_id} {verdict.check}"
     )

@@ -75,8 +75,8 @@ PYTEST_TIMEOUT_S_MIN = 60
 # tests (1-3 s unmutated). A mutant that makes them loop stops here.
 CRATE_TIMEOUT_S_DEFAULT = 90
 # impl/Cargo.toml profiles a mutant build may use; the first, the default, is the
-# install's (ci.build_local.PROFILES), so the sweep reuses its dependencies.
-BINDING_PROFILES = ("mutants", "release")
+# install's (ci.build_local.CARGO_PROFILES), so the sweep reuses its dependencies.
+CARGO_PROFILES = ("mutants", "release")
 BASELINE_TIMEOUT_S = 1_800
 BASELINE_RERUNS_MAX = 3  # deselection rounds before the baseline is declared broken
 
@@ -141,7 +141,7 @@ class Config:
     work_dir: Path
     out_root: Path
     source: Path | None = None  # None: the pinned crate as cargo downloaded it
-    binding_profile: str = BINDING_PROFILES[0]
+    cargo_profile: str = CARGO_PROFILES[0]
 
     def crate_source(self) -> Path:
         """The dynamo-kv-router tree whose mutants this run tries."""

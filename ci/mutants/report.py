@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from ci.cli import write_results
 from ci.inputs import InputError, read_json
@@ -189,12 +189,17 @@ def read_report(folder: Path) -> dict[str, Any]:
         raise MergeError(str(error)) from None
     if not isinstance(data, dict) or "mutant_set" not in data or "shard" not in data:
         raise MergeError(f"{path} is not a report of python -m ci.mutants")
+    config = data.get("config")
+    if isinstance(config, dict) and OLD_CONFIG_KEY in config:
+        config.setdefault("cargo_profile", config.pop(OLD_CONFIG_KEY))
     problem = _report_problem(data)
     if problem is not None:
         raise MergeError(f"{path}: {problem}")
     return data
 
 
+OLD_CONFIG_KEY: Final[str] = "binding_profile"  # old spelling: reports before
+"""What reports written before the renames call their `cargo_profile`."""
 REPORT_BYTES_MAX = 64 * 1024 * 1024
 """A shard's report is a few megabytes; a larger file is not one."""
 _SHARD = re.compile(r"(\d+)/(\d+)")
@@ -310,8 +315,8 @@ def _texts_problem(data: dict[str, Any]) -> str | None:
         crate_timeout_s, (int, float)
     ):
         return "config.crate_timeout_s: not a number"
-    if not isinstance(config.get("binding_profile", ""), str):
-        return "config.binding_profile: not a text"
+    if not isinstance(config.get("cargo_profile", ""), str):
+        return "config.cargo_profile: not a text"
     if not isinstance(data["mutant_set"].get("tool"), str):
         return "mutant_set.tool: not a text"
     return next(
@@ -479,7 +484,7 @@ def _merged(
                 "started_at": data["started_at"],
                 # Reports written before these settings existed built with
                 # release and gave the crate's side 180 s.
-                "binding_profile": data["config"].get("binding_profile", "release"),
+                "cargo_profile": data["config"].get("cargo_profile", "release"),
                 "crate_timeout_s": data["config"]["crate_timeout_s"],
                 "seconds": data["mutants_seconds"],
                 "setup_seconds": data["setup_seconds"],
@@ -609,7 +614,7 @@ def markdown(data: dict[str, Any], title: str) -> str:
                 row["planned"],
                 row["complete"],
                 f"`{row['git_commit'][:10]}`",
-                row["binding_profile"],
+                row["cargo_profile"],
                 f"{row['crate_timeout_s']:.0f}",
                 f"{row['setup_seconds'] / 60:.1f} + {row['seconds'] / 60:.1f}",
             )

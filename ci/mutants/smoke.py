@@ -17,8 +17,8 @@ from ci.build_local import (
     LocalBuild,
     build_extension,
     copy_python_tree,
-    describe_extension,
-    install_extension,
+    describe_binding,
+    install_binding,
     tree_environment,
 )
 from ci.mutants.judge import (
@@ -27,7 +27,7 @@ from ci.mutants.judge import (
 from ci.mutants.operators import Mutant
 from ci.mutants.plan import (
     AFFINITY_RS,
-    BINDING_PROFILES,
+    CARGO_PROFILES,
     PYTEST_OPTIONS_DEFAULT,
     MutantsError,
     apply_mutant,
@@ -82,7 +82,7 @@ class SmokeResult:
     """What the smoke run saw."""
 
     mutant: Mutant
-    extension: dict[str, str]  # CRATE_SOURCE etc. as the tree copy imports it
+    binding: dict[str, str]  # CRATE_SOURCE etc. as the tree copy imports it
     build_seconds: float
     verdict: Verdict
 
@@ -90,10 +90,10 @@ class SmokeResult:
 def smoke(work_dir: Path, tree: Path) -> SmokeResult:
     """Build the expiry mutant into a copy of our tree and run the machine there.
 
-    `tree` receives the copy of our Python tree with the mutant's extension, so
+    `tree` receives the copy of our Python tree with the mutant's binding, so
     the editable install is left alone.
 
-    The build is the sweep's (`BINDING_PROFILES[0]`, the `mutants` profile of
+    The build is the sweep's (`CARGO_PROFILES[0]`, the `mutants` cargo profile of
     impl/Cargo.toml). The work folder `work_dir/smoke` keeps its own crate copy;
     the target dir is the machine's shared one (`ci/target_dir.py`), so the
     dependencies compile once for the sweep, the smoke and the Rust export, and
@@ -107,7 +107,7 @@ def smoke(work_dir: Path, tree: Path) -> SmokeResult:
             source=crate,
             binding_dir=work / "binding",
             target_dir=shared_target_dir(work_dir),
-            profile=BINDING_PROFILES[0],
+            profile=CARGO_PROFILES[0],
         )
         apply_mutant(crate, mutant)
         try:
@@ -117,8 +117,8 @@ def smoke(work_dir: Path, tree: Path) -> SmokeResult:
         if not result.ok:
             raise MutantsError(f"the smoke mutant does not build:\n{result.output}")
         copy_python_tree(tree)
-        install_extension(build.extension, tree)
-        extension = describe_extension(tree)
+        install_binding(build.binding, tree)
+        binding = describe_binding(tree)
         command = [sys.executable, "-m", "pytest", *SMOKE_PYTEST_ARGS]
         ran = run_process(command, tree, SMOKE_PYTEST_TIMEOUT_S, tree_environment(tree))
-    return SmokeResult(mutant, extension, result.seconds, judge_pytest(ran))
+    return SmokeResult(mutant, binding, result.seconds, judge_pytest(ran))

@@ -30,9 +30,9 @@ from ci.build_local import (
     LocalBuild,
     build_extension,
     copy_python_tree,
-    describe_extension,
+    describe_binding,
     detect_features,
-    install_extension,
+    install_binding,
     pinned_version,
     seed_target_dir,
     tree_environment,
@@ -200,7 +200,7 @@ def _warm_up(run: Run) -> None:
         raise MutantsError(f"the unmutated copy does not build:\n{output[-3000:]}")
     if crate.returncode != 0:
         raise MutantsError(f"the crate's tests do not build:\n{crate.output[-3000:]}")
-    source = describe_extension(run.pytree)
+    source = describe_binding(run.pytree)
     if source["source"] != "path":
         raise MutantsError(f"the tree copy does not load the path build: {source}")
     console.print(
@@ -273,7 +273,7 @@ def _write_log(run: Run, name: str, text: str) -> None:
 def _build(run: Run) -> tuple[bool, float, str]:
     result = build_extension(run.build)
     if result.ok:
-        install_extension(run.build.extension, run.pytree)
+        install_binding(run.build.binding, run.pytree)
         return True, result.seconds, result.output
     if not result.compile_error:
         raise MutantsError(f"maturin failed without a compile error:\n{result.output}")
@@ -418,7 +418,7 @@ def _runs(configs: Sequence[Config], resumed: dict[str, Path]) -> list[Run]:
         # The snapshot's binding, so edits to impl/ during a sweep that
         # lasts hours never meet the snapshot's Python adapter.
         impl_dir=work / "pytree" / "impl",
-        profile=first.binding_profile,
+        profile=first.cargo_profile,
     )
     the_set = mutant_set(crate)
     git_commit = _git("rev-parse", "HEAD")
@@ -623,7 +623,7 @@ RESUMABLE_CONFIG = (
     "crate_test_features",
     "source",
     "binding_features",
-    "binding_profile",
+    "cargo_profile",
 )
 
 
@@ -639,7 +639,7 @@ def _config_data(run: Run) -> dict[str, Any]:
         "crate_test_features": CRATE_TEST_FEATURES,
         "source": "pinned" if config.source is None else "local tree",
         "binding_features": list(run.build.features),
-        "binding_profile": run.build.profile,
+        "cargo_profile": run.build.profile,
     }
 
 

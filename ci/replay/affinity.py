@@ -471,11 +471,11 @@ class AffinityKind(TraceKind):
         """`ModelAffinity`."""
         return ModelAffinity
 
-    def native_factory(self) -> Factory:
-        """`impl.adapter.NativeAffinity`."""
-        from impl.adapter import NativeAffinity  # noqa: PLC0415 - only when asked
+    def crate_factory(self) -> Factory:
+        """`impl.adapter.CrateAffinity`."""
+        from impl.adapter import CrateAffinity  # noqa: PLC0415 - only when asked
 
-        return NativeAffinity
+        return CrateAffinity
 
     def canaries(self) -> Mapping[str, Factory]:
         """`ci.canaries.affinity.CANARIES`."""

@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import hypothesis
 import pytest
@@ -130,7 +130,7 @@ def program_lines(notes: Sequence[str]) -> list[str]:
 def program_text(
     run: FinalRun,
     subject: str,
-    sut: str,
+    against: str,
     program: Sequence[str],
     comments: Sequence[str],
 ) -> str:
@@ -143,7 +143,7 @@ def program_text(
             return script(
                 machine=run.machine_class,
                 subject=subject,
-                sut=sut,
+                against=against,
                 factory=run.harness.factory,
                 program=program,
                 build=crate_versions(),
@@ -207,16 +207,32 @@ def profile_name(profile: str | None) -> str:
 
 
 TARGET_TREE_ENV = "VERIFY_TARGET_TREE"
-"""Set by `ci.gate --source`: the Python tree whose extension the run used."""
+"""Set by `ci.gate --source`: the Python tree whose binding the run used."""
 
 
-def replay_command(path: Path, sut: str = "") -> str:
+OLD_WORDS: Final[dict[str, str]] = {"sut": "against", "native": "crate"}  # old spelling
+"""What artifacts written before the renames say, and the word now."""
+
+
+def recorded_against(meta: dict[str, Any]) -> str:
+    """The system an artifact's `meta.json` says it ran against (`""`: unsaid).
+
+    Artifacts written before the renames keep loading: their key and the
+    crate's label are read through `OLD_WORDS`.
+    """
+    old = {new: old for old, new in OLD_WORDS.items()}
+    label = str(meta.get("against", meta.get(old["against"], "")))
+    first, _, rest = label.partition(" ")
+    return " ".join(filter(None, (OLD_WORDS.get(first, first), rest)))
+
+
+def replay_command(path: Path, against: str = "") -> str:
     """`python -m ci.replay <path>`, relative to the working directory if inside.
 
-    `sut` is the artifact's system-under-test label: a canary's replay names it
+    `against` is the artifact's system-under-test label: a canary's replay names it
     (`--canary NAME`), so that the line reproduces what the machine saw.
     """
-    canary = sut.removeprefix("canary:") if sut.startswith("canary:") else ""
+    canary = against.removeprefix("canary:") if against.startswith("canary:") else ""
     flag = f" --canary {canary}" if canary else ""
     tree = os.environ.get(TARGET_TREE_ENV)
     if tree:  # a gate run against a local source tree: replay with its build
@@ -247,7 +263,7 @@ def artifact_replay(folder: Path) -> str:
         return replay_command(folder)
     minimal = folder / MINIMAL_FILE
     target = minimal if minimal.is_file() else folder
-    return replay_command(target, str(meta.get("sut", "")))
+    return replay_command(target, recorded_against(meta))
 
 
 def artifact_repro(folder: Path) -> str:
@@ -322,7 +338,7 @@ def _write_repro(folder: Path) -> None:
     (folder / REPRO_FILE).write_text(text, encoding="utf-8")
 
 
-def sut_label(subject: str, factory: object) -> str:
+def against_label(subject: str, factory: object) -> str:
     """A readable name for a system-under-test factory (a canary by its name)."""
     from ci.replay.trace import kind_of  # noqa: PLC0415 - on failure only
 
@@ -361,9 +377,9 @@ def write_artifact(
     failed = run.failed
     harness = run.harness
     subject = harness.subject.name
-    sut = sut_label(subject, harness.factory)
+    against = against_label(subject, harness.factory)
     where = "" if failed is None else f" at step {failed.step} ({failed.check})"
-    description = f"Counterexample from {test} against {sut}{where}."
+    description = f"Counterexample from {test} against {against}{where}."
     if failed is not None:
         description += f" {failed.difference}"
     trace = kind_of(subject).record_harness(harness, description)
@@ -376,12 +392,12 @@ def write_artifact(
     reproduction = reproductions(failure_text)[0]
     comments = [
         f"The program Hypothesis printed for {test}, as a script.",
-        "Replay it without Hypothesis: " + replay_command(folder, sut),
+        "Replay it without Hypothesis: " + replay_command(folder, against),
     ]
     if minimal_steps is not None:
         comments.append(
             f"A {minimal_steps}-step version: "
-            + replay_command(folder / MINIMAL_FILE, sut)
+            + replay_command(folder / MINIMAL_FILE, against)
         )
     comments.append(f"The same as a Rust test of the crate: {REPRO_FILE}")
     if reproduction.decorator is not None:
@@ -390,7 +406,7 @@ def write_artifact(
             f"decorate the test with {reproduction.decorator}"
         )
     (folder / PROGRAM_FILE).write_text(
-        program_text(run, subject, sut, program_lines(notes), comments)
+        program_text(run, subject, against, program_lines(notes), comments)
     )
     (folder / "failure.txt").write_text(failure_text)
 
@@ -399,9 +415,9 @@ def write_artifact(
         "test": test,
         "machine": run.machine,
         "subject": subject,
-        "sut": sut,
+        "against": against,
         "stamp": folder.name,
-        "replay": replay_command(folder, sut),
+        "replay": replay_command(folder, against),
         "shrunk_steps": len(trace.steps),
         "minimal_steps": minimal_steps,
         "failing_check": {"check": "raised", "difference": raised}
@@ -500,7 +516,7 @@ def write_history_artifact(
     meta = {
         "test": test,
         "subject": "affinity-history",
-        "sut": "native",
+        "against": "crate",
         "stamp": folder.name,
         "replay": replay_command(minimal),
         "shrunk_steps": len(history.events),

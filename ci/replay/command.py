@@ -1,6 +1,6 @@
 """Replay a trace against the model and a system under test, step by step.
 
-    python -m ci.replay PATH [--sut native|model] [--canary NAME]
+    python -m ci.replay PATH [--against crate|model] [--canary NAME]
     python -m ci.replay PATH --emit rust [--out FILE]
 
 PATH is a trace file or an artifact folder (its `trace.json`), or a concurrent
@@ -85,10 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog=f"python -m {PROG}",
         description="Replay a trace against the model and a system under test.",
     )
+    parser.renamed("--sut", "--against")  # old spelling, refused
     parser.add_argument("path", type=Path, help="a trace file or an artifact folder")
     parser.add_argument(
-        "--sut",
-        choices=("native", "model"),
+        "--against",
+        choices=("crate", "model"),
         default=None,
         help="system under test: the crate (default) or the model itself",
     )
@@ -150,7 +151,7 @@ class Replay:
     """A whole replay's verdicts."""
 
     trace: Trace
-    sut: str
+    against: str
     verdicts: tuple[StepVerdict, ...]
 
     @property
@@ -160,21 +161,21 @@ class Replay:
 
 
 def factory_for(
-    kind: TraceKind, sut: str | None, canary: str | None
+    kind: TraceKind, against: str | None, canary: str | None
 ) -> tuple[Factory, str]:
     """The system under test and its label; unknown or unbuilt ones are usage errors."""
-    if canary is not None and sut is not None:
-        raise UsageError("--canary replaces --sut; pass one of them")
-    if sut == "model":
+    if canary is not None and against is not None:
+        raise UsageError("--canary replaces --against; pass one of them")
+    if against == "model":
         return kind.model_factory(), "model"
     try:
-        native = kind.native_factory()
+        crate = kind.crate_factory()
         canaries = kind.canaries() if canary is not None else {}
         from impl.adapter import CRATE_VERSION  # noqa: PLC0415 - built by now
     except ImportError as error:
         raise UsageError(
-            f"the native binding is not built ({error}); run `pip install -e .` "
-            "or pass --sut model"
+            f"the binding is not built ({error}); run `pip install -e .` "
+            "or pass --against model"
         ) from None
     if canary is not None:
         if canary not in canaries:
@@ -183,7 +184,7 @@ def factory_for(
                 f"unknown {kind.subject} canary {canary!r} (known: {known})"
             )
         return canaries[canary], f"canary {canary}"
-    return native, f"native (dynamo-kv-router {CRATE_VERSION})"
+    return crate, f"crate (dynamo-kv-router {CRATE_VERSION})"
 
 
 BUILD_ERRORS = (
@@ -195,13 +196,13 @@ BUILD_ERRORS = (
 )
 
 
-def replay(trace: Trace, factory: Factory, sut: str) -> Replay:
+def replay(trace: Trace, factory: Factory, against: str) -> Replay:
     """Run every step of `trace` through a fresh harness."""
     kind = trace.kind
     try:
         harness = kind.harness(trace.setup, factory)
     except BUILD_ERRORS as error:
-        raise UsageError(f"{sut} cannot build this {kind.noun}: {error}") from None
+        raise UsageError(f"{against} cannot build this {kind.noun}: {error}") from None
     verdicts = []
     for recorded in trace.steps:
         try:
@@ -231,7 +232,7 @@ def replay(trace: Trace, factory: Factory, sut: str) -> Replay:
                 drift,
             )
         )
-    return Replay(trace, sut, tuple(verdicts))
+    return Replay(trace, against, tuple(verdicts))
 
 
 # ---- rendering ---------------------------------------------------------------
@@ -260,7 +261,7 @@ def _header(trace: Trace) -> str:
 
 def _table(result: Replay) -> Table:
     """One row per step; the first failing row highlighted, later ones red."""
-    table = Table(title=f"replay against {result.sut}")
+    table = Table(title=f"replay against {result.against}")
     for column in ("step", "operation", "model", "implementation", "check"):
         table.add_column(column, justify="right" if column == "step" else "left")
     first = result.first_failure
@@ -290,7 +291,7 @@ def _notes(result: Replay, console: Console) -> None:
     """Crate-version and recorded-answer drift: informative, not failures."""
     trace = result.trace
     installed = crate_version()
-    if result.sut.startswith("native") and trace.header.crate_version != installed:
+    if result.against.startswith("crate") and trace.header.crate_version != installed:
         console.print(
             f"note: recorded with crate {trace.header.crate_version}, "
             f"replayed on {installed}",
@@ -346,8 +347,8 @@ def parse_arguments(argv: Sequence[str] | None) -> argparse.Namespace:
 
 def emit_rust(arguments: argparse.Namespace, trace: Trace) -> str:
     """The trace as a Rust test; refused combinations are usage errors."""
-    if arguments.sut is not None or arguments.canary is not None:
-        raise UsageError("--emit rust replays nothing: drop --sut and --canary")
+    if arguments.against is not None or arguments.canary is not None:
+        raise UsageError("--emit rust replays nothing: drop --against and --canary")
     try:
         return export(trace, export_name(arguments.path), probed_capabilities)
     except ExportError as error:
@@ -369,10 +370,10 @@ def replay_history(
     file = history.minimal_file(arguments.path)
     if file is None:
         return None
-    if arguments.sut is not None or arguments.canary is not None:
+    if arguments.against is not None or arguments.canary is not None:
         raise UsageError(
             "a concurrent history is checked against the model only: "
-            "drop --sut and --canary"
+            "drop --against and --canary"
         )
     if arguments.emit == "rust":
         raise UsageError("a concurrent history has no Rust export (threads)")
@@ -415,7 +416,7 @@ def main(argv: Sequence[str] | None = None, console: Console | None = None) -> i
         if arguments.emit == "rust":
             write_rust(emit_rust(arguments, trace), arguments.out)
             return EXIT_AGREE
-        factory, label = factory_for(trace.kind, arguments.sut, arguments.canary)
+        factory, label = factory_for(trace.kind, arguments.against, arguments.canary)
         result = replay(trace, factory, label)
     except (UsageError, InputError) as error:
         err.print(f"{PROG}: error: {error}", markup=False)

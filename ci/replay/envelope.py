@@ -123,7 +123,7 @@ def suite_version() -> str:
 
 
 def crate_version() -> str:
-    """The bound crate's version, or "unknown" when the extension is not built."""
+    """The bound crate's version, or "unknown" when the binding is not built."""
     try:
         adapter = importlib.import_module("impl.adapter")
     except ImportError:

@@ -1,6 +1,7 @@
 """Minimize a failing trace by deleting steps (delta debugging), outside Hypothesis.
 
-    python -m ci.replay.minimize PATH [--sut native|model] [--canary NAME] [--out FILE]
+    python -m ci.replay.minimize PATH [--against crate|model] [--canary NAME]
+                                      [--out FILE]
 
 writes the smallest failing sub-program found next to PATH (`minimal.json` in
 an artifact folder, `<name>.min.json` beside a trace file) unless `--out` says
@@ -151,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments: argparse.Namespace = parser.parse_args(argv)
         out = _checked(arguments)
         trace = load(arguments.path)
-        factory, label = factory_for(trace.kind, arguments.sut, arguments.canary)
+        factory, label = factory_for(trace.kind, arguments.against, arguments.canary)
         minimal, replays = minimize(trace, factory)
     except (UsageError, InputError) as error:
         print(f"ci.replay.minimize: error: {error}", file=sys.stderr)

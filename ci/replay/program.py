@@ -96,12 +96,12 @@ def imports_for(lines: Sequence[str], machine: type) -> list[str]:
     return sorted(found)
 
 
-def factory_lines(subject: str, sut: str, factory: object, base: type) -> list[str]:
+def factory_lines(subject: str, against: str, factory: object, base: type) -> list[str]:
     """The class body line that gives the machine its system under test."""
     if getattr(base, "factory", None) is factory:
         return []
-    if sut.startswith("canary:"):
-        name = sut.removeprefix("canary:")
+    if against.startswith("canary:"):
+        name = against.removeprefix("canary:")
         return [
             f"{INDENT}factory = staticmethod(",
             f"{INDENT}{INDENT}subjects.entry({subject!r}).canary_factories()[{name!r}]",
@@ -110,7 +110,7 @@ def factory_lines(subject: str, sut: str, factory: object, base: type) -> list[s
     module = getattr(factory, "__module__", None)
     qualname = getattr(factory, "__qualname__", None)
     if module is None or qualname is None:
-        raise ProgramError(f"the system under test {sut} cannot be named")
+        raise ProgramError(f"the system under test {against} cannot be named")
     found = f"importlib.import_module({module!r}).{qualname}"
     return [f"{INDENT}factory = staticmethod({found})"]
 
@@ -119,7 +119,7 @@ def script(
     *,
     machine: type,
     subject: str,
-    sut: str,
+    against: str,
     factory: object,
     program: Sequence[str],
     build: Mapping[str, str],
@@ -158,7 +158,7 @@ def script(
         "",
         f"class Machine({base.__qualname__}):",
         f'{INDENT}"""{machine.__name__} as the test made it."""',
-        *factory_lines(subject, sut, factory, base),
+        *factory_lines(subject, against, factory, base),
         "",
         "",
         "def program() -> None:",

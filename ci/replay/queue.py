@@ -83,8 +83,8 @@ from model.queue.types import (
 from stateful.queue_subject import (
     ProfileSpec,
     QueueHarness,
+    crate_factory,
     model_factory,
-    native_factory,
 )
 
 SUBJECT: Final[str] = "queue"
@@ -434,11 +434,11 @@ class QueueKind(TraceKind):
         """A second `ModelPolicyQueue`."""
         return model_factory
 
-    def native_factory(self) -> Factory:
+    def crate_factory(self) -> Factory:
         """The crate's queue (imports the binding)."""
         import impl.adapter  # noqa: F401, PLC0415 - fail here when unbuilt
 
-        return native_factory
+        return crate_factory
 
     def canaries(self) -> Mapping[str, Factory]:
         """`ci.canaries.queue.CANARIES`."""

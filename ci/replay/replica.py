@@ -22,7 +22,7 @@ Each step:
               "version", "sent_ns", "deliveries"}, ...]}, ...]}
 
 Replay runs the program through `stateful.replica_subject.ReplicaNetworkHarness`,
-so `--sut`, `--canary` (a replica canary, or any affinity canary, as every
+so `--against`, `--canary` (a replica canary, or any affinity canary, as every
 replica's table) and minimization work as for the other kinds. There is no Rust
 export of a network trace yet.
 """
@@ -350,11 +350,11 @@ class ReplicaKind(TraceKind):
         """`ModelAffinity` for every replica."""
         return ModelAffinity
 
-    def native_factory(self) -> Factory:
-        """`impl.adapter.NativeAffinity` for every replica."""
-        from impl.adapter import NativeAffinity  # noqa: PLC0415 - only when asked
+    def crate_factory(self) -> Factory:
+        """`impl.adapter.CrateAffinity` for every replica."""
+        from impl.adapter import CrateAffinity  # noqa: PLC0415 - only when asked
 
-        return NativeAffinity
+        return CrateAffinity
 
     def canaries(self) -> Mapping[str, Factory]:
         """The replica canaries and the affinity ones (each builds every replica)."""

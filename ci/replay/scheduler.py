@@ -52,8 +52,8 @@ from model.scheduler.table import SchedulerState, parked_in_order
 from model.scheduler.types import SchedulerConfig
 from stateful.scheduler_subject import (
     SchedulerHarness,
+    crate_factory,
     model_factory,
-    native_factory,
 )
 
 SUBJECT: Final[str] = "scheduler"
@@ -309,11 +309,11 @@ class SchedulerKind(TraceKind):
         """A second `ModelScheduler`."""
         return model_factory
 
-    def native_factory(self) -> Factory:
+    def crate_factory(self) -> Factory:
         """The crate's scheduler (imports the binding)."""
         import impl.adapter  # noqa: F401, PLC0415 - fail here when unbuilt
 
-        return native_factory
+        return crate_factory
 
     def canaries(self) -> Mapping[str, Factory]:
         """`ci.canaries.scheduler.CANARIES`."""

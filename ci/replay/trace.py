@@ -138,7 +138,7 @@ class TraceKind(ABC):
         """A second reference model as the system under test."""
 
     @abstractmethod
-    def native_factory(self) -> Factory:
+    def crate_factory(self) -> Factory:
         """The crate's adapter (raises ImportError when the binding is not built)."""
 
     @abstractmethod

@@ -1,6 +1,6 @@
 """The false-alarm soak: the machines on the unmutated crate over many seeds.
 
-    python -m ci.soak --seeds N [--first-seed S] [--profile ci|nightly]
+    python -m ci.soak --seeds N [--first-seed S] [--settings ci|nightly]
                       [--jobs J] [--targets affinity,queue] [--examples N]
                       [--artifacts DIR] [--no-recheck]
     python -m ci.soak merge DIR... [--out DIR]
@@ -66,13 +66,13 @@ from ci.trust.plugin import RunConfig
 from ci.trust.targets import (
     CRATE_TARGETS,
     TARGETS,
-    Target,
+    MachineTest,
     UnknownTargetError,
     resolve,
 )
 
 PROG: Final[str] = "ci.soak"
-PROFILES: Final[tuple[str, ...]] = ("ci", "nightly")
+SETTINGS_CHOICES: Final[tuple[str, ...]] = ("ci", "nightly")
 SEEDS_MAX: Final[int] = 1_000_000
 JOBS_MAX: Final[int] = 64
 REPORT_FILE: Final[str] = "report.json"
@@ -88,9 +88,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog=f"python -m {PROG}", description=__doc__.splitlines()[0]
     )
+    parser.renamed("--profile", "--settings")  # old spelling, refused
     parser.add_argument("--seeds", type=positive_int, required=True)
     parser.add_argument("--first-seed", type=positive_int, default=1)
-    parser.add_argument("--profile", choices=PROFILES, default="ci")
+    parser.add_argument("--settings", choices=SETTINGS_CHOICES, default="ci")
     parser.add_argument("--jobs", "-j", type=positive_int, default=2)
     parser.add_argument("--targets", default=",".join(CRATE_TARGETS))
     parser.add_argument(
@@ -153,7 +154,9 @@ class Soak:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _target_runs(run: runner.PytestRun, targets: Sequence[Target]) -> list[TargetRun]:
+def _target_runs(
+    run: runner.PytestRun, targets: Sequence[MachineTest]
+) -> list[TargetRun]:
     found = []
     for target in targets:
         test = run.test(target.nodeid)
@@ -187,7 +190,7 @@ def _target_runs(run: runner.PytestRun, targets: Sequence[Target]) -> list[Targe
 
 
 def run_seed(
-    seed: int, targets: Sequence[Target], config: RunConfig, artifacts: Path
+    seed: int, targets: Sequence[MachineTest], config: RunConfig, artifacts: Path
 ) -> SeedRun:
     """Run every target once under `seed` in a fresh interpreter."""
     started = time.monotonic()
@@ -434,20 +437,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return write_failed(PROG, error)
 
 
-def soak(arguments: argparse.Namespace, targets: Sequence[Target]) -> int:
+def soak(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> int:
     """Run every seed, recheck the failures, write and print the report."""
     root = arguments.artifacts or artifacts_root()
     folder = root / "soak" / utc_stamp()
     folder.mkdir(parents=True)
     _point_latest(folder)
-    examples = arguments.examples or EXAMPLES[arguments.profile]
-    config = RunConfig(base=f"{arguments.profile}-seeded", max_examples=examples)
+    examples = arguments.examples or EXAMPLES[arguments.settings]
+    config = RunConfig(base=f"{arguments.settings}-seeded", max_examples=examples)
     seeds = range(arguments.first_seed, arguments.first_seed + arguments.seeds)
     state = Soak(
         settings={
-            "profile": f"{arguments.profile}-seeded",
+            "profile": f"{arguments.settings}-seeded",
             "max_examples": examples,
-            "stateful_step_count": RULES_PER_PROGRAM[arguments.profile],
+            "stateful_step_count": RULES_PER_PROGRAM[arguments.settings],
             "targets": {target.name: target.nodeid for target in targets},
             "first_seed": arguments.first_seed,
             "seeds": arguments.seeds,

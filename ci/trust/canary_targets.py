@@ -16,7 +16,7 @@ from ci.canaries.affinity import LateExpiry
 from ci.canaries.nondeterminism import HashOrderMachine
 from ci.canaries.queue import plain_rotation
 from stateful.affinity_machine import AffinityMachine
-from stateful.affinity_subject import SutFactory
+from stateful.affinity_subject import CrateFactory
 from stateful.queue_machine import QueueMachine
 from stateful.queue_subject import QueueFactory
 
@@ -24,11 +24,11 @@ from stateful.queue_subject import QueueFactory
 class LateExpiryMachine(AffinityMachine):
     """The affinity machine against the `late_expiry` canary (the crate, 1 ns late)."""
 
-    factory: ClassVar[SutFactory | None] = LateExpiry
+    factory: ClassVar[CrateFactory | None] = LateExpiry
 
 
 class PlainRotationMachine(QueueMachine):
-    """The queue machine against the `plain_rotation` canary (no extension)."""
+    """The queue machine against the `plain_rotation` canary (no binding)."""
 
     factory: ClassVar[QueueFactory | None] = plain_rotation
 

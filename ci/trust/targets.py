@@ -12,21 +12,21 @@ from __future__ import annotations
 from typing import Final
 
 from ci import subjects
-from ci.subjects import Target
+from ci.subjects import MachineTest
 
 __all__ = [
     "CANARY_FILE",
     "CRATE_TARGETS",
     "TARGETS",
-    "Target",
+    "MachineTest",
     "UnknownTargetError",
     "resolve",
 ]
 
 CANARY_FILE: Final[str] = "ci/trust/canary_targets.py"
 
-_UNOWNED: Final[tuple[Target, ...]] = (
-    Target(
+_UNOWNED: Final[tuple[MachineTest, ...]] = (
+    MachineTest(
         "canary-hash-order",
         f"{CANARY_FILE}::test_the_hash_order_canary_runs_the_same_program_twice",
         "canary: programs drawn from a set of strings (hash order)",
@@ -34,7 +34,7 @@ _UNOWNED: Final[tuple[Target, ...]] = (
     ),
 )
 
-TARGETS: Final[dict[str, Target]] = {
+TARGETS: Final[dict[str, MachineTest]] = {
     target.name: target for target in (*subjects.targets(), *_UNOWNED)
 }
 CRATE_TARGETS: Final[tuple[str, ...]] = tuple(
@@ -47,9 +47,9 @@ class UnknownTargetError(ValueError):
     """A target name that is not in `TARGETS`; the message is one line."""
 
 
-def resolve(names: str) -> tuple[Target, ...]:
+def resolve(names: str) -> tuple[MachineTest, ...]:
     """Targets from a comma-separated list of names, in the order given."""
-    chosen: list[Target] = []
+    chosen: list[MachineTest] = []
     for name in (part.strip() for part in names.split(",")):
         if name not in TARGETS:
             known = ", ".join(sorted(TARGETS))

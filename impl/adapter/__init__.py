@@ -1,9 +1,9 @@
 """The adapter: the crate's tables behind the model's Protocols.
 
 This package holds the only modules that import the compiled `impl._native`
-extension, one per source file of the binding (`impl/src/`): `lib` (build
-facts, errors, value conversions), `affinity` (`NativeAffinity`),
-`concurrent` (`run_concurrent`) and `queue` (`NativePolicyQueue`). They
+binding, one per source file of the binding (`impl/src/`): `lib` (build
+facts, errors, value conversions), `affinity` (`CrateAffinity`),
+`concurrent` (`run_concurrent`) and `queue` (`CratePolicyQueue`). They
 convert Python values to the binding's tuples and back, map the binding's
 exceptions onto `model.errors`, and hide one nondeterminism of the crate:
 
@@ -17,7 +17,7 @@ exceptions onto `model.errors`, and hide one nondeterminism of the crate:
 """
 
 from impl.adapter.affinity import (
-    NativeAffinity,
+    CrateAffinity,
     crate_default_config,
     parse_mode,
     raw_next_sequence_probe,
@@ -41,8 +41,8 @@ from impl.adapter.lib import (
     SEQUENCE_MODEL_MAX,
     SEQUENCE_OFFSET,
 )
-from impl.adapter.queue import HAS_QUEUE_RECHECK, NativePolicyQueue, token_snapshot
-from impl.adapter.scheduler import NativeScheduler
+from impl.adapter.queue import HAS_QUEUE_RECHECK, CratePolicyQueue, token_snapshot
+from impl.adapter.scheduler import CrateScheduler
 
 __all__ = [
     "BUILD_PROFILE",
@@ -59,9 +59,9 @@ __all__ = [
     "OPT_LEVEL",
     "SEQUENCE_MODEL_MAX",
     "SEQUENCE_OFFSET",
-    "NativeAffinity",
-    "NativePolicyQueue",
-    "NativeScheduler",
+    "CrateAffinity",
+    "CratePolicyQueue",
+    "CrateScheduler",
     "crate_default_config",
     "parse_mode",
     "raw_next_sequence_probe",

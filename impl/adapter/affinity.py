@@ -1,4 +1,4 @@
-"""`NativeAffinity`: the crate's `SessionAffinity` (`impl/src/affinity.rs`).
+"""`CrateAffinity`: the crate's `SessionAffinity` (`impl/src/affinity.rs`).
 
 Also the crate's free functions and defaults the suite reads: the group key,
 the raw sequence probe, mode parsing and `SessionAffinityConfig::new`.
@@ -59,7 +59,7 @@ class SinkRead:
     leases: int | None
 
 
-class NativeAffinity:
+class CrateAffinity:
     """`SessionAffinity::with_config` of the pinned crate, under a paused clock."""
 
     def __init__(self, config: AffinityConfig) -> None:
@@ -325,6 +325,6 @@ def crate_default_config(ttl_ns: int) -> AffinityConfig:
     )
 
 
-def _affinity_conforms(table: NativeAffinity) -> AffinityApi:
+def _affinity_conforms(table: CrateAffinity) -> AffinityApi:
     """Let mypy prove that the adapter satisfies `AffinityApi`."""
     return table

@@ -32,7 +32,7 @@ from model.errors import (
 CRATE_VERSION: Final[str] = _native.CRATE_VERSION
 CRATE_SOURCE: Final[str] = _native.CRATE_SOURCE
 BUILD_PROFILE: Final[str] = _native.BUILD_PROFILE
-"""The cargo profile of impl/Cargo.toml the extension was built in."""
+"""The cargo profile of impl/Cargo.toml the binding was built in."""
 OPT_LEVEL: Final[str] = _native.OPT_LEVEL
 """That profile's optimization level for the binding, as cargo gave it."""
 DEBUG_ASSERTIONS: Final[bool] = _native.DEBUG_ASSERTIONS
@@ -180,13 +180,13 @@ class _Translation(Translation):
     def translate(self, error: BaseException) -> None:
         """Translate a binding exception or an overflow; others go on."""
         if isinstance(error, _native.AffinityError):
-            for native, ours in _ERRORS:
-                if isinstance(error, native):
+            for crate, ours in _ERRORS:
+                if isinstance(error, crate):
                     raise ours(str(error)) from error
             raise AffinityError(str(error)) from error
         if isinstance(error, (_native.HandleError, _native.RustPanic)):
-            for native, ours in _ERRORS:
-                if isinstance(error, native):
+            for crate, ours in _ERRORS:
+                if isinstance(error, crate):
                     raise ours(str(error)) from error
             return
         if isinstance(error, OverflowError):

@@ -1,4 +1,4 @@
-"""`NativePolicyQueue`: the crate's `PolicyQueue` (`impl/src/queue.rs`).
+"""`CratePolicyQueue`: the crate's `PolicyQueue` (`impl/src/queue.rs`).
 
 The binding speaks tuples; this module turns them into the model's value types
 and the binding's exceptions into `model.errors`.
@@ -98,7 +98,7 @@ def _limit(raw: int | None) -> int | None:
     return None if raw is None else int(raw)
 
 
-class NativePolicyQueue:
+class CratePolicyQueue:
     """`PolicyQueue<Ticket>` of the pinned crate, behind `PolicyQueueApi`."""
 
     def __init__(self, table: _native.PolicyQueueTable) -> None:
@@ -112,7 +112,7 @@ class NativePolicyQueue:
         model_name: str | None = None,
         fallback_threshold: float | None = None,
         fallback_policy: QueuePolicy = "fcfs",
-    ) -> NativePolicyQueue:
+    ) -> CratePolicyQueue:
         """`RouterPolicyConfig::from_yaml` + `resolve_profile` + `PolicyQueue::new`."""
         with _queue_errors():
             table = _native.PolicyQueueTable.from_yaml(
@@ -127,7 +127,7 @@ class NativePolicyQueue:
         model_name: str | None = None,
         fallback_threshold: float | None = None,
         fallback_policy: QueuePolicy = "fcfs",
-    ) -> NativePolicyQueue:
+    ) -> CratePolicyQueue:
         """`RouterPolicyConfig::from_path` + `resolve_profile` + `PolicyQueue::new`."""
         with _queue_errors():
             table = _native.PolicyQueueTable.from_path(
@@ -138,7 +138,7 @@ class NativePolicyQueue:
     @classmethod
     def synthetic(
         cls, threshold: float | None, queue_policy: QueuePolicy
-    ) -> NativePolicyQueue:
+    ) -> CratePolicyQueue:
         """`PolicyProfile::synthetic(threshold, policy)` + `PolicyQueue::new`."""
         with _queue_errors():
             table = _native.PolicyQueueTable.synthetic(threshold, queue_policy)
@@ -265,6 +265,6 @@ class NativePolicyQueue:
             self._table.recheck_all_workers()
 
 
-def _conforms(queue: NativePolicyQueue) -> PolicyQueueApi:
+def _conforms(queue: CratePolicyQueue) -> PolicyQueueApi:
     """Let mypy prove that the adapter satisfies `PolicyQueueApi`."""
     return queue

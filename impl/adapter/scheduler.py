@@ -1,4 +1,4 @@
-"""`NativeScheduler`: the crate's public `LocalScheduler` (`impl/src/scheduler.rs`).
+"""`CrateScheduler`: the crate's public `LocalScheduler` (`impl/src/scheduler.rs`).
 
 The public scheduler over its admission queue, as Dynamo drives it: workers
 `0..n` whose only configuration is their capacity, a paused Tokio clock, due
@@ -79,7 +79,7 @@ def _ms_of(at_ns: int | None) -> int | None:
     return None if at_ns is None else at_ns // NS_PER_MS
 
 
-class NativeScheduler:
+class CrateScheduler:
     """`LocalScheduler` of the pinned crate, behind `SchedulerApi`."""
 
     def __init__(self, config: SchedulerConfig) -> None:
@@ -189,6 +189,6 @@ class NativeScheduler:
             return self._table.active_requests()
 
 
-def _scheduler_conforms(scheduler: NativeScheduler) -> SchedulerApi:
+def _scheduler_conforms(scheduler: CrateScheduler) -> SchedulerApi:
     """Let mypy prove that the adapter satisfies `SchedulerApi`."""
     return scheduler

@@ -1,9 +1,9 @@
 """The one interface both systems under test implement.
 
-`model.affinity.ModelAffinity` (the reference) and `impl.adapter.NativeAffinity`
+`model.affinity.ModelAffinity` (the reference) and `impl.adapter.CrateAffinity`
 (the crate) satisfy `AffinityApi` structurally; mypy proves it. Machines, replay
 and exploration talk only to this Protocol, so model-vs-model runs anywhere and
-model-vs-native is the real check.
+model-vs-crate is the real check.
 
 Handles: every value the crate hands out by move (an initialization, a bound
 hold, a lease, a waiter) is a positive integer, numbered from 1 in creation

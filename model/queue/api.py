@@ -1,7 +1,7 @@
 """The policy-queue interface both systems under test implement.
 
 `model.policy_queue.ModelPolicyQueue` (the reference) and
-`impl.adapter.NativePolicyQueue` (the crate) satisfy `PolicyQueueApi`
+`impl.adapter.CratePolicyQueue` (the crate) satisfy `PolicyQueueApi`
 structurally; mypy proves it. Machines and tests talk only to this Protocol.
 
 Misuse that the crate would panic on (a class index out of range, a value

@@ -1,7 +1,7 @@
 """The scheduler interface both systems under test implement, and its observation.
 
 `model.scheduler.table.ModelScheduler` (the reference) and
-`impl.adapter.NativeScheduler` (the crate) satisfy `SchedulerApi`
+`impl.adapter.CrateScheduler` (the crate) satisfy `SchedulerApi`
 structurally; mypy proves it. An error the scheduler returns is raised as
 `model.errors.SchedulerError` with its kind on both sides.
 """

@@ -13,7 +13,7 @@ lock file starts as a copy of `impl/Cargo.lock`, so the crate's dependencies
 resolve to the versions the binding was built with.
 
 It builds in the machine's one target folder (`ci/target_dir.py`) with the
-binding's `mutants` profile, copied from impl/Cargo.toml: the same resolved
+binding's `mutants` cargo profile, copied from impl/Cargo.toml: the same resolved
 features and the same profile as the install's, the sweep's and the smoke's
 binding builds, so the crate's dependencies are compiled once for all of them (release
 semantics without the optimizer: the crate runs as it does in the binding,
