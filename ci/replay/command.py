@@ -10,8 +10,9 @@ registered subject (`ci.subjects`) replay alike: the program runs
 through the subject's `stateful.harness.Harness`, the very step the machines
 use -- the same operations, the same observations after each step, the same
 invariants.
-The table shows every step's operation, the model's and the implementation's
-results, and the verdict; the first divergence is highlighted and named with
+The table shows every step's operation, the model's results and those of what
+the trace replays against (its column is named so: crate, model or canary),
+and the verdict; the first divergence is highlighted and named with
 the check that failed (outcomes, observable state, or the violated invariants
 with their statements).
 
@@ -262,7 +263,8 @@ def _header(trace: Trace) -> str:
 def _table(result: Replay) -> Table:
     """One row per step; the first failing row highlighted, later ones red."""
     table = Table(title=f"replay against {result.against}")
-    for column in ("step", "operation", "model", "implementation", "check"):
+    against = result.against.split(" ", 1)[0]  # crate, model or canary
+    for column in ("step", "operation", "model", against, "check"):
         table.add_column(column, justify="right" if column == "step" else "left")
     first = result.first_failure
     kind = result.trace.kind
