@@ -9,7 +9,7 @@ public API alone:
   tick, as the binding's constructor does.
 * Time moves as the binding's `advance_clock` moves it: a step (no timer can
   fire) to the next 1 ms grid point when the clock is off the grid, a
-  `sleep_until` to the last grid point before the target (every timer on the
+  `sleep_until` to the last grid point before the new time (every timer on the
   way fires at its own instant, the reaper's ticks included), then the
   sub-millisecond rest; each part followed by the same 16 yields.
 * Handles are named locals, numbered as the trace numbers them: `init_1`
@@ -186,7 +186,7 @@ class AffinityWriter:
         return self.test
 
     def _check_capabilities(self) -> None:
-        """Refuse, naming the step, what the target crate cannot do."""
+        """Refuse, naming the step, what the built crate cannot do."""
         crate_advances = [
             step.index for step in self.trace.steps if isinstance(step.op, CrateAdvance)
         ]

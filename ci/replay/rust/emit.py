@@ -51,7 +51,7 @@ class ExportError(Exception):
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What the target crate offers beyond the pinned crate's public API."""
+    """What the built crate offers beyond the pinned crate's public API."""
 
     crate_version: str
     manual_clock: bool  # `with_manual_clock` / `advance_clock` (capability probe)
