@@ -34,6 +34,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -41,7 +42,6 @@ from ci.cli import (
     OneLineParser,
     UsageError,
     WriteFailed,
-    output_folder,
     positive_int,
     write_failed,
     write_results,
@@ -49,19 +49,15 @@ from ci.cli import (
 from ci.profiles import EXAMPLES
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
-    artifacts_root,
-    folder_of_replay_line,
-    recorded_against,
-    utc_stamp,
 )
 from ci.trust import runner
 from ci.trust.machine_tests import (
     CRATE_TESTS,
     MACHINE_TESTS,
     MachineTest,
-    UnknownMachineTestError,
     resolve,
 )
+from ci.trust.options import add_tests_option, checked_artifacts, run_folder
 from ci.trust.plugin import RunConfig
 
 PROG: Final[str] = "ci.determinism"
@@ -99,8 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog=f"python -m {PROG}", description=__doc__.splitlines()[0]
     )
-    parser.renamed("--targets", "--tests")  # old spelling, refused
-    parser.add_argument("--tests", default=DEFAULT_TESTS, help="passing sample")
+    add_tests_option(parser, DEFAULT_TESTS, "passing sample")
     parser.add_argument("--failing", default="", help="machine tests that must fail")
     parser.add_argument("--seed", type=positive_int, default=DEFAULT_SEED)
     parser.add_argument(
@@ -120,9 +115,9 @@ class Pair:
 
     test: str
     kind: str  # "passing" (step logs) or "failing" (trace, check, replay)
-    same: bool
     detail: str  # what was compared, or the first difference
     test_cases: tuple[int, int]
+    same: bool
 
 
 def first_difference(first: bytes, second: bytes) -> str:
@@ -168,6 +163,7 @@ def passing_pair(
     work: Path,
 ) -> Pair:
     """Run twice; the step logs must be byte-identical."""
+    pair = partial(Pair, machine_test.name, "passing")
     logs: list[bytes] = []
     counts: list[int] = []
     for index, hash_seed in enumerate(hash_seeds):
@@ -180,21 +176,10 @@ def passing_pair(
         run = _run(machine_test, config, seed, hash_seed, folder)
         test = run.test(machine_test.nodeid)
         if test is None:
-            return Pair(
-                test=machine_test.name,
-                kind="passing",
-                same=False,
-                detail=f"run {index + 1} did not run",
-                test_cases=(0, 0),
-            )
+            return pair(f"run {index + 1} did not run", (0, 0), same=False)
         if test.counterexample:
-            return Pair(
-                test=machine_test.name,
-                kind="passing",
-                same=False,
-                detail=f"run {index + 1} found a counterexample: {test.message}",
-                test_cases=(test.test_cases, 0),
-            )
+            found = f"run {index + 1} found a counterexample: {test.message}"
+            return pair(found, (test.test_cases, 0), same=False)
         logs.append((folder / "steps.log").read_bytes())
         counts.append(test.test_cases)
     difference = first_difference(logs[0], logs[1])
@@ -203,13 +188,7 @@ def passing_pair(
         f"step logs identical: {counts[0]} programs, {len(logs[0])} bytes, "
         f"{lines} lines"
     )
-    return Pair(
-        test=machine_test.name,
-        kind="passing",
-        same=not difference,
-        detail=detail,
-        test_cases=(counts[0], counts[1]),
-    )
+    return pair(detail, (counts[0], counts[1]), same=not difference)
 
 
 def _replay_output(folder: Path, canary: str | None, hash_seed: str) -> tuple[int, str]:
@@ -228,100 +207,55 @@ def _replay_output(folder: Path, canary: str | None, hash_seed: str) -> tuple[in
     return done.returncode, done.stdout
 
 
-def _artifact(test: runner.TestResult) -> Path | None:
-    for line in test.replay:
-        folder = folder_of_replay_line(line)
-        folder = folder if folder.is_absolute() else runner.REPO_ROOT / folder
-        if (folder / "trace.json").exists():
-            return folder
-    return None
+def _artifact(test: runner.TestResult) -> runner.Artifact | None:
+    """The first artifact of `test` that holds a trace."""
+    found = (runner.artifact(line) for line in test.replay)
+    return next((a for a in found if a and (a.folder / "trace.json").exists()), None)
 
 
 def failing_pair(
     machine_test: MachineTest, seed: int, hash_seeds: tuple[str, str], work: Path
 ) -> Pair:
     """Run twice; the same trace and failing check; the same replay verdict."""
+    pair = partial(Pair, machine_test.name, "failing")
     found: list[runner.TestResult] = []
     for index, hash_seed in enumerate(hash_seeds):
         folder = work / f"{machine_test.name}-run{index + 1}"
         config = RunConfig(
             base="ci-seeded", max_examples=EXAMPLES["ci"], phases=FAILING_PHASES
         )
-        test = _counterexample(
-            _run(machine_test, config, seed, hash_seed, folder), machine_test
-        )
+        run = _run(machine_test, config, seed, hash_seed, folder)
+        test = _counterexample(run, machine_test)
         if test is None:
-            return Pair(
-                test=machine_test.name,
-                kind="failing",
-                same=False,
-                detail=f"run {index + 1}: no counterexample",
-                test_cases=(0, 0),
-            )
+            return pair(f"run {index + 1}: no counterexample", (0, 0), same=False)
         found.append(test)
     counts = (found[0].test_cases, found[1].test_cases)
     first, second = (_artifact(test) for test in found)
     if first is None or second is None:
         same = found[0].message == found[1].message
         detail = f"no trace; failure: {found[0].message!r} vs {found[1].message!r}"
-        return Pair(
-            test=machine_test.name,
-            kind="failing",
-            same=same,
-            detail=detail,
-            test_cases=counts,
-        )
+        return pair(detail, counts, same=same)
     difference = first_difference(
-        (first / "trace.json").read_bytes(), (second / "trace.json").read_bytes()
+        (first.folder / "trace.json").read_bytes(),
+        (second.folder / "trace.json").read_bytes(),
     )
     if difference:
-        return Pair(
-            test=machine_test.name,
-            kind="failing",
-            same=False,
-            detail=f"trace.json {difference}",
-            test_cases=counts,
-        )
-    checks = [
-        json.loads((folder / "meta.json").read_text(encoding="utf-8"))["failing_check"]
-        for folder in (first, second)
-    ]
+        return pair(f"trace.json {difference}", counts, same=False)
+    checks = [first.meta["failing_check"], second.meta["failing_check"]]
     if checks[0] != checks[1]:
-        return Pair(
-            test=machine_test.name,
-            kind="failing",
-            same=False,
-            detail=f"failing check {checks}",
-            test_cases=counts,
-        )
-    against = recorded_against(
-        json.loads((first / "meta.json").read_text(encoding="utf-8"))
-    )
-    canary = against.removeprefix("canary:") if against.startswith("canary:") else None
-    replays = [_replay_output(first, canary, seed) for seed in hash_seeds]
+        return pair(f"failing check {checks}", counts, same=False)
+    replays = [_replay_output(first.folder, first.canary, seed) for seed in hash_seeds]
     if replays[0][0] != 1 or replays[0] != replays[1]:
         codes = f"exit {replays[0][0]} and {replays[1][0]}"
         what = first_difference(replays[0][1].encode(), replays[1][1].encode())
-        return Pair(
-            test=machine_test.name,
-            kind="failing",
-            same=False,
-            detail=f"ci.replay: {codes}; {what}",
-            test_cases=counts,
-        )
+        return pair(f"ci.replay: {codes}; {what}", counts, same=False)
     step = checks[0].get("step", "?")
-    trace = json.loads((first / "trace.json").read_text(encoding="utf-8"))
+    trace = json.loads((first.folder / "trace.json").read_text(encoding="utf-8"))
     detail = (
         f"same trace ({len(trace['steps'])} steps), same first divergence "
         f"(step {step}, {checks[0]['check']}), same ci.replay output"
     )
-    return Pair(
-        test=machine_test.name,
-        kind="failing",
-        same=True,
-        detail=detail,
-        test_cases=counts,
-    )
+    return pair(detail, counts, same=True)
 
 
 def _check(
@@ -344,12 +278,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         passing = resolve(arguments.tests) if arguments.tests else ()
         failing = resolve(arguments.failing) if arguments.failing else ()
         _check(arguments, passing, failing)
-        root = output_folder(arguments.artifacts or artifacts_root(), "--artifacts")
-    except (UsageError, UnknownMachineTestError) as error:
+        checked_artifacts(arguments)
+    except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    folder = root / "determinism" / utc_stamp()
-    folder.mkdir(parents=True)
+    folder = run_folder(arguments, "determinism")
     pairs: list[Pair] = []
     for machine_test in passing:
         pairs.append(

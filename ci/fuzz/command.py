@@ -49,22 +49,17 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from ci.cli import (
     OneLineParser,
     UsageError,
-    output_folder,
     positive_int,
     whole_number,
 )
 from ci.profiles import EXAMPLES, RULES_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
-    artifacts_root,
-    folder_of_replay_line,
-    recorded_against,
-    utc_stamp,
 )
 from ci.trust import runner
 from ci.trust.database import DatabaseUnavailableError, connect
@@ -72,9 +67,9 @@ from ci.trust.machine_tests import (
     CRATE_TESTS,
     MACHINE_TESTS,
     MachineTest,
-    UnknownMachineTestError,
     resolve,
 )
+from ci.trust.options import add_tests_option, artifacts, checked_artifacts, run_folder
 from ci.trust.plugin import RunConfig
 from ci.trust.runner import TestResult
 
@@ -131,8 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Defaults of the fuzzing-only options are filled in by `_check`, so that
     # one given with --replay (which would ignore it) is refused instead.
     parser.add_argument("--for", dest="for_s", type=duration_s, default=None)
-    parser.renamed("--targets", "--tests")  # old spelling, refused
-    parser.add_argument("--tests", default=None)
+    add_tests_option(parser, None)
     parser.add_argument("--examples", type=positive_int, default=None)
     parser.add_argument(
         "--runs",
@@ -217,23 +211,13 @@ class Fuzz:
             return active[(worker + batch) % len(active)]
 
 
-def _meta(line: str) -> dict[str, Any] | None:
-    """The meta.json of the artifact folder a `python -m ci.replay` line names."""
-    folder = folder_of_replay_line(line)
-    for meta_file in (folder / "meta.json", runner.REPO_ROOT / folder / "meta.json"):
-        if meta_file.exists():
-            meta: dict[str, Any] = json.loads(meta_file.read_text(encoding="utf-8"))
-            return meta
-    return None
-
-
 def first_divergence(test: TestResult) -> str:
     """What failed first: the artifact's failing check, else the failure's line."""
     for line in test.replay:
-        meta = _meta(line)
-        if meta is None:
+        found = runner.artifact(line)
+        if found is None:
             continue
-        failing = meta["failing_check"]
+        failing = found.meta["failing_check"]
         if "step" in failing:
             return (
                 f"step {failing['step']} {failing['operation']} "
@@ -247,11 +231,8 @@ def trace_lines(test: TestResult) -> tuple[str, ...]:
     """The artifacts' replay lines, naming the canary when a canary failed."""
     lines = []
     for line in test.replay:
-        meta = _meta(line)
-        against = "" if meta is None else recorded_against(meta)
-        canary = (
-            against.removeprefix("canary:") if against.startswith("canary:") else None
-        )
+        found = runner.artifact(line)
+        canary = None if found is None else found.canary
         lines.append(line if canary is None else f"{line} --canary {canary}")
     return tuple(lines)
 
@@ -433,10 +414,8 @@ def summary(fuzz: Fuzz, redis_url: str | None, db: Path, elapsed_s: float) -> li
 
 def fuzz_main(arguments: argparse.Namespace, tests: Sequence[MachineTest]) -> int:
     """Run the workers, report progress, print the failures."""
-    root = arguments.artifacts or artifacts_root()
-    db = arguments.db or root / DEFAULT_DB
-    folder = root / "fuzz" / utc_stamp()
-    folder.mkdir(parents=True)
+    db = arguments.db or artifacts(arguments) / DEFAULT_DB
+    folder = run_folder(arguments, "fuzz")
     config = RunConfig(
         base="fuzz",
         max_examples=arguments.examples,
@@ -502,8 +481,7 @@ def fuzz_main(arguments: argparse.Namespace, tests: Sequence[MachineTest]) -> in
 
 def replay_main(arguments: argparse.Namespace, machine_test: MachineTest) -> int:
     """Run `machine_test` once from the database only, in a fresh process."""
-    root = arguments.artifacts or artifacts_root()
-    db = arguments.db or root / DEFAULT_DB
+    db = arguments.db or artifacts(arguments) / DEFAULT_DB
     config = RunConfig(
         base="fuzz",
         stateful_step_count=arguments.runs,
@@ -511,7 +489,7 @@ def replay_main(arguments: argparse.Namespace, machine_test: MachineTest) -> int
         redis_url=arguments.redis,
         database_dir=str(db),
     )
-    env = {ARTIFACTS_ENV: str(root)} if arguments.artifacts else {}
+    env = {ARTIFACTS_ENV: str(arguments.artifacts)} if arguments.artifacts else {}
     result = runner.run([machine_test.nodeid], config, env=env)
     test = result.test(machine_test.nodeid)
     if test is None:
@@ -565,7 +543,7 @@ def _check(arguments: argparse.Namespace, tests: Sequence[MachineTest]) -> None:
     if arguments.replay is not None and len(tests) != 1:
         raise UsageError("--replay takes one machine test")
     if arguments.replay is not None and arguments.redis is None:
-        db = arguments.db or (arguments.artifacts or artifacts_root()) / DEFAULT_DB
+        db = arguments.db or artifacts(arguments) / DEFAULT_DB
         if not db.is_dir():  # an absent database holds nothing to reproduce
             raise UsageError(f"--db {db}: no example database there")
 
@@ -577,10 +555,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         _fill_defaults(arguments)
         tests = resolve(arguments.replay or arguments.tests)
         _check(arguments, tests)
-        output_folder(arguments.artifacts or artifacts_root(), "--artifacts")
+        checked_artifacts(arguments)
         if arguments.redis is not None:
             connect(arguments.redis).close()
-    except (UsageError, UnknownMachineTestError, DatabaseUnavailableError) as error:
+    except (UsageError, DatabaseUnavailableError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if arguments.replay is not None:

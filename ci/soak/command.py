@@ -48,27 +48,21 @@ from ci.cli import (
     OneLineParser,
     UsageError,
     WriteFailed,
-    output_folder,
     positive_int,
     write_failed,
     write_results,
 )
 from ci.profiles import EXAMPLES, RULES_PER_PROGRAM
-from ci.replay.artifacts import (
-    ARTIFACTS_ENV,
-    artifacts_root,
-    git_state,
-    utc_stamp,
-)
+from ci.replay.artifacts import ARTIFACTS_ENV, git_state, point_latest
 from ci.replay.program import crate_versions
 from ci.trust import runner
 from ci.trust.machine_tests import (
     CRATE_TESTS,
     MACHINE_TESTS,
     MachineTest,
-    UnknownMachineTestError,
     resolve,
 )
+from ci.trust.options import add_tests_option, checked_artifacts, run_folder
 from ci.trust.plugin import RunConfig
 
 PROG: Final[str] = "ci.soak"
@@ -76,7 +70,6 @@ SETTINGS_CHOICES: Final[tuple[str, ...]] = ("ci", "nightly")
 SEEDS_MAX: Final[int] = 1_000_000
 JOBS_MAX: Final[int] = 64
 REPORT_FILE: Final[str] = "report.json"
-LATEST: Final[str] = "latest"
 PERCENTILE: Final[int] = 95
 EXIT_CLEAN: Final[int] = 0
 EXIT_ALARM: Final[int] = 1
@@ -93,8 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--first-seed", type=positive_int, default=1)
     parser.add_argument("--settings", choices=SETTINGS_CHOICES, default="ci")
     parser.add_argument("--jobs", "-j", type=positive_int, default=2)
-    parser.renamed("--targets", "--tests")  # old spelling, refused
-    parser.add_argument("--tests", default=",".join(CRATE_TESTS))
+    add_tests_option(parser, ",".join(CRATE_TESTS))
     parser.add_argument(
         "--examples", type=positive_int, default=None, help="examples per test"
     )
@@ -379,14 +371,6 @@ def write_report(folder: Path, document: dict[str, Any]) -> None:
     write_results({folder / REPORT_FILE: text})
 
 
-def _point_latest(folder: Path) -> None:
-    link = folder.parent / LATEST
-    staging = folder.parent / f".{LATEST}.tmp"
-    staging.unlink(missing_ok=True)
-    staging.symlink_to(folder.name, target_is_directory=True)
-    staging.replace(link)
-
-
 def summary(document: dict[str, Any]) -> list[str]:
     """The report's printed lines."""
     per_seed = document["seconds_per_seed"]
@@ -431,8 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         arguments = build_parser().parse_args(argv)
         tests = resolve(arguments.tests)
         _check(arguments)
-        output_folder(arguments.artifacts or artifacts_root(), "--artifacts")
-    except (UsageError, UnknownMachineTestError) as error:
+        checked_artifacts(arguments)
+    except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
@@ -443,10 +427,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def soak(arguments: argparse.Namespace, tests: Sequence[MachineTest]) -> int:
     """Run every seed, recheck the failures, write and print the report."""
-    root = arguments.artifacts or artifacts_root()
-    folder = root / "soak" / utc_stamp()
-    folder.mkdir(parents=True)
-    _point_latest(folder)
+    folder = run_folder(arguments, "soak")
+    point_latest(folder.parent, folder)
     examples = arguments.examples or EXAMPLES[arguments.settings]
     config = RunConfig(base=f"{arguments.settings}-seeded", max_examples=examples)
     seeds = range(arguments.first_seed, arguments.first_seed + arguments.seeds)

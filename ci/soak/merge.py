@@ -53,7 +53,7 @@ from ci.inputs import (
     expect_str,
     read_json,
 )
-from ci.replay.artifacts import REPO_ROOT, utc_stamp
+from ci.replay.artifacts import LATEST, REPO_ROOT, utc_stamp
 from ci.soak import command
 from ci.soak.command import Recheck, Soak, seed_from_row
 from ci.trust.machine_tests import MACHINE_TESTS
@@ -95,7 +95,7 @@ def read_piece(folder: Path) -> dict[str, Any]:
     """One piece's report, from its folder or its soak folder's `latest`."""
     for candidate in (
         folder / command.REPORT_FILE,
-        folder / command.LATEST / command.REPORT_FILE,
+        folder / LATEST / command.REPORT_FILE,
     ):
         if candidate.is_file():
             try:
@@ -355,4 +355,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _soak_folder(folder: Path) -> Path:
-    return folder if (folder / command.LATEST).exists() else folder.parent
+    return folder if (folder / LATEST).exists() else folder.parent

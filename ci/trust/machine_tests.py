@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Final
 
 from ci import subjects
+from ci.cli import UsageError
 from ci.subjects import MachineTest
 
 __all__ = [
@@ -43,8 +44,8 @@ CRATE_TESTS: Final[tuple[str, ...]] = tuple(
 """What fuzzing and the soak run by default: the machines against the crate."""
 
 
-class UnknownMachineTestError(ValueError):
-    """A name that is not in `MACHINE_TESTS`; the message is one line."""
+class UnknownMachineTestError(UsageError):
+    """A name that is not in `MACHINE_TESTS`: a usage error of the command."""
 
 
 def resolve(names: str) -> tuple[MachineTest, ...]:
