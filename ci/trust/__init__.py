@@ -8,7 +8,8 @@ fresh `python -m pytest` processes that load the plugin `ci.trust.plugin`:
   beside it that stays the fallback);
 * `plugin` -- loads a run's settings (derived from `ci/profiles.py`), counts
   test cases and behaviours, writes step logs and a per-test result file;
-* `runner` -- starts such a pytest process and reads its result;
+* `options` -- `--tests` and the artifact folders, read one way by all three;
+* `runner` -- starts such a pytest process and reads its result and artifacts;
 * `canary_tests` -- machine tests that are deliberately broken
   (collected only when named).
 """
