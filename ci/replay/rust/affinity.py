@@ -32,7 +32,7 @@ clock moved backwards) is a comment: Rust's ownership or Tokio's clock rules
 it out.
 
 Manual-clock tables (`with_manual_clock` / `advance_clock`) are written only
-for a target the capability probe found them in.
+for a build the capability probe found them in.
 """
 
 from __future__ import annotations
@@ -418,7 +418,7 @@ class AffinityWriter:
         )
 
     def _crate_advance(self, now_ns: int, outcome: Outcome) -> None:
-        """The crate's own `advance_clock` (a target with the manual clock)."""
+        """The crate's own `advance_clock` (a build with the manual clock)."""
         self.origin = True
         self.test.use("std::time::Duration")
         call = f"table.advance_clock(origin + {duration(now_ns)})"
