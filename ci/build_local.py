@@ -685,9 +685,9 @@ def copy_python_tree(destination: Path) -> None:
 
 def install_binding(binding: Path, tree: Path) -> Path:
     """Put the built module where `import impl._native` finds it inside `tree`."""
-    target = tree / "impl" / BINDING_FILE
-    replace_atomically(target, binding.read_bytes())
-    return target
+    destination = tree / "impl" / BINDING_FILE
+    replace_atomically(destination, binding.read_bytes())
+    return destination
 
 
 def tree_environment(tree: Path) -> dict[str, str]:

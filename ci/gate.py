@@ -65,9 +65,9 @@ from ci.cli import (
 from ci.dossier import build as dossier
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
+    BUILD_TREE_ENV,
     DEFAULT_ROOT,
     LATEST,
-    TARGET_TREE_ENV,
     artifact_replay,
     artifact_repro,
     point_latest,
@@ -253,7 +253,7 @@ def pytest_command(
     deselected = []
     if job == "pr":
         deselected.append("slow")
-    if os.environ.get(TARGET_TREE_ENV):
+    if os.environ.get(BUILD_TREE_ENV):
         deselected.append("pinned")  # facts of the pinned build, not this tree's
     if deselected:
         command += ["-m", " and ".join(f"not {marker}" for marker in deselected)]
@@ -604,7 +604,7 @@ def run_on_source(arguments: argparse.Namespace, console: Console) -> int:
     command += ["--", *arguments.pytest_args]
     env = build_local.tree_environment(tree)
     env.pop(SOURCE_ENV, None)
-    env[TARGET_TREE_ENV] = str(tree)
+    env[BUILD_TREE_ENV] = str(tree)
     parity = queue_parity(tree, env, console)
     completed = subprocess.run(  # noqa: S603 - our own interpreter and gate
         command, cwd=tree, env=env, check=False, timeout=GATE_TIMEOUT_S

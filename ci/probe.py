@@ -46,13 +46,13 @@ def recorded() -> dict[str, str]:
     }
 
 
-def table_markdown(answers_by_target: dict[str, str]) -> str:
+def table_markdown(answers_by_build: dict[str, str]) -> str:
     """Builds side by side: one row per capability, one column per build."""
     from impl.probe import ProbeAnswers, decide  # noqa: PLC0415 - pure functions
 
-    names = list(answers_by_target)
+    names = list(answers_by_build)
     decided = []
-    for name, text in answers_by_target.items():
+    for name, text in answers_by_build.items():
         try:
             decided.append(decide(ProbeAnswers.from_json(text)))
         except (TypeError, KeyError, ValueError, AttributeError) as error:

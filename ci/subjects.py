@@ -18,8 +18,8 @@ a network). Everything `ci/` needs to know about one lives in its
     explorer     its bounded exploration (`Explorer`), or None
     gate_tables  functions of the gate's statistics records that return a
                  table of the subject's own (or None when it did not run)
-    targets      the fuzz, soak and determinism targets that run its machine,
-                 and which of them run by default (`MachineTest.default`)
+    machine_tests  the machine tests that fuzzing, the soak and determinism
+                 run by name, and which run by default (`MachineTest.default`)
     bench        its own rows of `python -m ci.bench` beyond the machine and
                  corpus replay every subject gets (a function returning
                  `ci.bench.figures.Figures`), or None
@@ -80,8 +80,8 @@ def lazy(module: str, attribute: str | None = None) -> Callable[[], Any]:
 class MachineTest:
     """One pytest test that runs a machine under the loaded Hypothesis settings.
 
-    `ci.fuzz`, `ci.soak` and `ci.determinism` run targets by name; `default`
-    targets are what fuzzing and the soak run when no name is given.
+    `ci.fuzz`, `ci.soak` and `ci.determinism` run machine tests by name;
+    `default` ones are what fuzzing and the soak run when no name is given.
     """
 
     name: str
@@ -164,7 +164,7 @@ class SubjectEntry:
     rust_writer: Callable[[], ModuleType] | None = None
     explorer: Explorer | None = None
     gate_tables: tuple[Callable[[], GateTable], ...] = ()
-    targets: tuple[MachineTest, ...] = field(default=())
+    machine_tests: tuple[MachineTest, ...] = field(default=())
     bench: Callable[[], Callable[[], Sequence[Any]]] | None = None
     scenarios: Callable[[], Callable[[], dict[Path, str]]] | None = None
     production_rows: Callable[[], tuple[Any, ...]] | None = None
@@ -209,7 +209,7 @@ class UnknownSubjectError(KeyError):
 _PROFILE_NODE: Final[str] = (
     "test_the_crate_agrees_with_the_model_and_every_goal_is_reached"
 )
-_CANARY_FILE: Final[str] = "ci/trust/canary_targets.py"
+_CANARY_FILE: Final[str] = "ci/trust/canary_tests.py"
 _AFFINITY_RS: Final[str] = "src/services/selection/affinity.rs"
 _POLICY_QUEUE_RS: Final[str] = "src/scheduling/policy_queue.rs"
 _MANUAL_CLOCK_NODE: Final[str] = (
@@ -247,7 +247,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             commands=lazy("ci.explore.affinity_replay", "AFFINITY_COMMANDS"),
             shortest=lazy("ci.explore.affinity_replay", "bfs_steps"),
         ),
-        targets=(
+        machine_tests=(
             MachineTest(
                 "affinity",
                 f"stateful/test_affinity_machine.py::{_PROFILE_NODE}",
@@ -305,7 +305,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             shortest=lazy("ci.explore.queue_graph", "bfs_steps"),
         ),
         bench=lazy("ci.bench.queue", "fixed_program"),
-        targets=(
+        machine_tests=(
             MachineTest(
                 "queue",
                 f"stateful/test_queue_machine.py::{_PROFILE_NODE}",
@@ -356,7 +356,7 @@ _BUILTIN: Final[tuple[SubjectEntry, ...]] = (
             commands=lazy("ci.explore.scheduler_replay", "SCHEDULER_COMMANDS"),
             shortest=lazy("ci.explore.scheduler_replay", "bfs_steps"),
         ),
-        targets=(
+        machine_tests=(
             MachineTest(
                 "scheduler",
                 _SCHEDULER_NODE,
@@ -425,9 +425,9 @@ def explorable() -> tuple[SubjectEntry, ...]:
     return tuple(found for found in entries() if found.explorer is not None)
 
 
-def targets() -> tuple[MachineTest, ...]:
-    """Every subject's fuzz, soak and determinism targets, by subject name."""
-    return tuple(target for found in entries() for target in found.targets)
+def machine_tests() -> tuple[MachineTest, ...]:
+    """Every subject's machine tests, by subject name."""
+    return tuple(test for found in entries() for test in found.machine_tests)
 
 
 def crate_files() -> dict[str, CrateFile]:

@@ -96,7 +96,7 @@ class ProbeAnswers:
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What the target can do, decided from `ProbeAnswers`."""
+    """What the build can do, decided from `ProbeAnswers`."""
 
     clocks: tuple[str, ...]
     reaping: str  # manual cleanup schedule: every_advance, cadence, cadence_grid, ...
@@ -111,7 +111,7 @@ class Capabilities:
 
     @property
     def has_manual_clock(self) -> bool:
-        """The target can build `with_manual_clock` tables."""
+        """The build can make `with_manual_clock` tables."""
         return "manual" in self.clocks
 
     @property
@@ -312,5 +312,5 @@ def _seed_shown(seed: str) -> str:
 
 @functools.cache
 def capabilities() -> Capabilities:
-    """The built target's capabilities (probed once per process)."""
+    """The build's capabilities (probed once per process)."""
     return decide(observe())

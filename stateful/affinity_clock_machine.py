@@ -56,7 +56,7 @@ def manual_configs(reaping: Reaping) -> st.SearchStrategy[AffinityConfig]:
 class ManualClockMachine(AffinityMachine):
     """The machine over `with_manual_clock` tables, plus invalid clock updates.
 
-    The reaping variant is the target's (decided by the capability probe);
+    The reaping variant is the build's (decided by the capability probe);
     `manual_clock_machine` makes the class for one variant.
     """
 
@@ -149,7 +149,7 @@ def manual_clock_machine(reaping: Reaping) -> type[ManualClockMachine]:
 
 
 class RuntimeClockRefusalMachine(AffinityMachine):
-    """The runtime machine, on a target whose crate has `advance_clock`."""
+    """The runtime machine, on a build whose crate has `advance_clock`."""
 
     @rule(data=DRAW)
     def crate_advance_on_a_runtime_table(self, data: Draw) -> None:

@@ -522,7 +522,7 @@ def scenarios(
 ) -> Scenario:
     """Scenarios of 2 to `threads_max` threads with up to `ops_max` steps each.
 
-    `reapings`: the clock variants the target can build (manual ones only on
+    `reapings`: the clock variants the build can make (manual ones only on
     a source tree with the manual clock).
     """
     mode = draw(st.sampled_from([Mode.HARD, Mode.SOFT]))

@@ -159,7 +159,7 @@ def check_scenarios(
 ) -> Tally:
     """Draw scenarios under the loaded settings; every history must linearize.
 
-    `reapings`: the clock variants the target can build (for the general
+    `reapings`: the clock variants the build can make (for the general
     scenarios); `family`: scenarios aimed at a window instead
     (`stateful.windows`); `detect_only`: stop at the first failing history,
     without Hypothesis' shrink (threads interleave anew on every run, so it

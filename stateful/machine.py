@@ -257,7 +257,7 @@ def sampled_from(values: Sequence[_T]) -> st.SearchStrategy[_T]:
     """`st.sampled_from(values)`, built once per distinct sequence of values.
 
     Rules draw from lists computed from the model (live handles, clock
-    targets); building a strategy and its label anew for every draw cost a
+    instants); building a strategy and its label anew for every draw cost a
     third of the draw. The strategy is the same, so the choices and the
     programs drawn are the same.
     """

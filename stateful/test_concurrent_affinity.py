@@ -73,7 +73,7 @@ def race_scenario() -> tuple[AffinityConfig, tuple[tuple[ThreadOp, ...], ...]]:
 
 
 def reapings() -> tuple[Reaping, ...]:
-    """The runtime clock, and the manual clock where the target has one.
+    """The runtime clock, and the manual clock where the build has one.
 
     A manual table is checked against the cleanup schedule the capability
     probe found (`impl/probe.py`), as the manual-clock machine is.

@@ -230,7 +230,7 @@ def test_a_manual_table_whose_first_deadline_overflows_is_refused(
 ) -> None:
     """`with_manual_clock` at an origin where origin + TTL overflows is refused."""
     if build is CrateAffinity and not HAS_MANUAL_CLOCK:
-        pytest.skip("the target has no manual clock (crates.io 1.6.1 has none)")
+        pytest.skip("the build has no manual clock (crates.io 1.6.1 has none)")
     config = AffinityConfig(
         ttl_ns=SECOND_NS, reaping="every_advance", instant_range_ns=range_ns
     )

@@ -3,7 +3,7 @@
 The adapter moves every table's local sequence to a fixed offset (so a runtime
 table, seeded from the wall clock, is deterministic); that also hides where a
 manual table starts counting. These checks read the crate's own first
-sequence where the target has a manual clock (a source tree built with the
+sequence where the build has a manual clock (a source tree built with the
 `manual-clock` feature) and skip, saying so, on crates.io 1.6.1.
 """
 
@@ -25,7 +25,7 @@ def test_a_manual_model_table_counts_local_versions_from_one() -> None:
 
 @pytest.mark.skipif(
     not adapter.HAS_MANUAL_CLOCK,
-    reason="the target has no manual clock (crates.io 1.6.1 has none)",
+    reason="the build has no manual clock (crates.io 1.6.1 has none)",
 )
 def test_a_manual_crate_table_counts_local_versions_from_one() -> None:
     """The crate's manual table starts its sequence at 1, not at the wall clock."""

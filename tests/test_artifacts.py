@@ -19,8 +19,8 @@ from ci.explore.affinity_coverage import RULE_OP_TYPES
 from ci.profiles import CANARY_SETTINGS
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
+    BUILD_TREE_ENV,
     LATEST,
-    TARGET_TREE_ENV,
     against_label,
     artifact_replay,
     artifact_repro,
@@ -325,7 +325,7 @@ def test_a_failing_machine_test_under_pytest_leaves_an_artifact_and_a_line(
         "--hypothesis-profile=ci",
         str(tests),
         timeout_s=600,
-        env={k: v for k, v in os.environ.items() if k != TARGET_TREE_ENV}
+        env={k: v for k, v in os.environ.items() if k != BUILD_TREE_ENV}
         | {ARTIFACTS_ENV: str(artifacts)},
     )
     latest = artifacts / "runTest" / LATEST

@@ -5,7 +5,7 @@ test fails and its frames go, or in the garbage collector. A crate whose
 handle `Drop` panics would then abort the interpreter. The binding drops
 handles inside the table's runtime with panics caught. AFF-manual (no overflow
 guard) is such a crate: after an accepted advance to a time whose `now + ttl`
-leaves the `Instant` range, releasing a lease overflows. Where the probed target
+leaves the `Instant` range, releasing a lease overflows. Where the probed build
 has no such panic to offer (the pinned crate has no manual clock; guarded trees
 refuse the advance), the test is skipped with the reason.
 """
@@ -43,7 +43,7 @@ def test_a_panicking_handle_drop_is_reported_not_fatal() -> None:
     """Collecting a table whose lease's drop panics leaves the interpreter running."""
     found = capabilities()
     if not found.has_manual_clock or found.overflow_guard != "no":
-        pytest.skip("the target offers no panicking drop (no unguarded manual clock)")
+        pytest.skip("the build offers no panicking drop (no unguarded manual clock)")
 
     result = subprocess.run(  # noqa: S603 - our own interpreter, fixed script
         [sys.executable, "-c", SCRIPT],

@@ -121,12 +121,12 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("ci.determinism", ("--hash-seeds", "7,07"), "values must differ"),
     (
         "ci.determinism",
-        ("--targets", "", "--failing", "canary-late-expiry", "--examples", "5"),
-        "--examples sizes the passing targets' runs: there are none",
+        ("--tests", "", "--failing", "canary-late-expiry", "--examples", "5"),
+        "--examples sizes the passing tests' runs: there are none",
     ),
     (
         "ci.determinism",
-        ("--targets", "affinity", "--artifacts", NOT_A_FOLDER),
+        ("--tests", "affinity", "--artifacts", NOT_A_FOLDER),
         "--artifacts {file}/below: {file} is not a folder",
     ),
     (
@@ -405,6 +405,13 @@ RENAMED: tuple[tuple[str, tuple[str, ...], str], ...] = (
         ("--list", "--binding-profile", "release"),
         "--binding-profile is now --cargo-profile",
     ),
+    (
+        "ci.fuzz",
+        ("--workers", "1", "--targets", "affinity"),
+        "--targets is now --tests",
+    ),
+    ("ci.soak", ("--seeds", "1", "--targets=queue"), "--targets is now --tests"),
+    ("ci.determinism", ("--targets", "affinity"), "--targets is now --tests"),
 )
 """Every option renamed by the one-word-per-concept change (old spelling), and
 what each command says instead of running."""

@@ -355,7 +355,7 @@ HOSTILE_JSON: tuple[object, ...] = (
     [[[]]],
 )
 """Values put in place of a field: wrong types, out of range, unencodable text,
-and values of the right type outside a field's domain (a name no target or
+and values of the right type outside a field's domain (a name no machine test or
 outcome has, negative seconds)."""
 HOSTILE_VALUES = st.one_of(
     st.sampled_from(HOSTILE_JSON),

@@ -47,7 +47,7 @@ def test_the_first_difference_names_the_line_that_differs() -> None:
 
 def test_the_hash_order_canary_is_caught(tmp_path: Path) -> None:
     """A machine that iterates a set of strings logs different steps: exit 1."""
-    result = _determinism(tmp_path, "--targets", "canary-hash-order", "--examples", "3")
+    result = _determinism(tmp_path, "--tests", "canary-hash-order", "--examples", "3")
 
     assert 1 == result.returncode, result.stdout + result.stderr
     assert result.stdout.startswith("DIFFERENT canary-hash-order (passing): line ")
@@ -59,7 +59,7 @@ def test_the_crate_machines_log_the_same_steps_in_two_interpreters(
     tmp_path: Path,
 ) -> None:
     """Affinity and queue against the crate: byte-identical step logs."""
-    result = _determinism(tmp_path, "--targets", "affinity,queue", "--examples", "3")
+    result = _determinism(tmp_path, "--tests", "affinity,queue", "--examples", "3")
     lines = result.stdout.splitlines()
 
     assert 0 == result.returncode, result.stdout + result.stderr
@@ -73,7 +73,7 @@ def test_a_failing_canary_reproduces_its_trace_and_first_divergence(
     tmp_path: Path,
 ) -> None:
     """Found twice: the same trace, failing check and replay output."""
-    result = _determinism(tmp_path, "--targets", "", "--failing", "canary-late-expiry")
+    result = _determinism(tmp_path, "--tests", "", "--failing", "canary-late-expiry")
 
     assert 0 == result.returncode, result.stdout + result.stderr
     assert result.stdout.startswith("SAME canary-late-expiry (failing): same trace (")

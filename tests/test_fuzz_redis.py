@@ -152,7 +152,7 @@ def test_two_workers_find_the_canary_and_a_fresh_process_replays_it_from_redis(
     fuzz = _python_m(
         "ci.fuzz", "--workers", "2", "--redis", redis_server.url,
         "--db", str(tmp_path / "workers-db"), "--artifacts", str(tmp_path / "fuzz"),
-        "--targets", CANARY, "--batches", "1", "--examples", "100",
+        "--tests", CANARY, "--batches", "1", "--examples", "100",
         "--runs", "12", "--seed", "1", "--progress-every", "600",
         hash_seed="1",
     )  # fmt: skip
@@ -230,7 +230,7 @@ def test_an_unreachable_redis_is_one_line_and_exit_2() -> None:
         ["ci.fuzz", "--workers", "2", "--for", "soon"],
         ["ci.soak", "--seeds", "-3"],
         ["ci.soak", "merge", "no/such/soak"],
-        ["ci.determinism", "--targets", "nope"],
+        ["ci.determinism", "--tests", "nope"],
     ],
 )
 def test_bad_arguments_are_one_line_and_exit_2(arguments: list[str]) -> None:
@@ -248,7 +248,7 @@ def test_bad_arguments_are_one_line_and_exit_2(arguments: list[str]) -> None:
     [
         (fuzz_main, []),
         (fuzz_main, ["--workers", "0"]),
-        (fuzz_main, ["--workers", "2", "--targets", "nope"]),
+        (fuzz_main, ["--workers", "2", "--tests", "nope"]),
         (fuzz_main, ["--replay", "affinity,queue"]),
         (fuzz_main, ["--workers", "2", "--examples", "many"]),
         (soak_main, []),
@@ -258,7 +258,7 @@ def test_bad_arguments_are_one_line_and_exit_2(arguments: list[str]) -> None:
         (soak_merge_main, ["no/such/soak", "--out"]),
         (determinism_main, ["--examples", "x"]),
         (determinism_main, ["--hash-seeds", "1"]),
-        (determinism_main, ["--targets", "", "--failing", ""]),
+        (determinism_main, ["--tests", "", "--failing", ""]),
     ],
 )
 def test_more_bad_arguments_are_one_line_and_exit_2(

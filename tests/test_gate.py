@@ -19,7 +19,7 @@ from test_gate_summary import impossible
 
 from ci import build_local
 from ci.gate import EXIT_FAIL, EXIT_INFRA, EXIT_PASS, _clock_goals
-from ci.replay.artifacts import TARGET_TREE_ENV
+from ci.replay.artifacts import BUILD_TREE_ENV
 from stateful.affinity_machine import AffinityMachine
 from stateful.machine import rules_of
 from stateful.queue_machine import QueueMachine
@@ -154,7 +154,7 @@ def test_the_unweakened_machine() -> None:
 
 
 def _gate(*argv: str) -> subprocess.CompletedProcess[str]:
-    environment = {k: v for k, v in os.environ.items() if k != TARGET_TREE_ENV}
+    environment = {k: v for k, v in os.environ.items() if k != BUILD_TREE_ENV}
     return run_module("ci.gate", *argv, timeout_s=GATE_TIMEOUT_S, env=environment)
 
 

@@ -24,7 +24,7 @@ from command_support import run_module
 from ci.build_local import SOURCE_ENV
 from ci.gate import EXIT_INFRA, EXIT_PASS, GATE_TIMEOUT_S
 from ci.profiles import selected_profile
-from ci.replay.artifacts import TARGET_TREE_ENV
+from ci.replay.artifacts import BUILD_TREE_ENV
 
 OUTPUT_SHOWN_MAX: Final[int] = 6_000
 REFUSAL_TIMEOUT_S: Final[int] = 120
@@ -37,7 +37,7 @@ def _environment() -> dict[str, str]:
     return {
         name: value
         for name, value in os.environ.items()
-        if name not in {SOURCE_ENV, TARGET_TREE_ENV}
+        if name not in {SOURCE_ENV, BUILD_TREE_ENV}
     }
 
 

@@ -24,7 +24,7 @@ from ci import build_local
 from ci.build_local import SOURCE_ENV
 from ci.gate import EXIT_PASS, GATE_TIMEOUT_S
 from ci.profiles import selected_profile
-from ci.replay.artifacts import TARGET_TREE_ENV
+from ci.replay.artifacts import BUILD_TREE_ENV
 
 OUTPUT_SHOWN_MAX = 6_000
 """Characters of the gate's output an assertion message carries."""
@@ -43,7 +43,7 @@ def test_the_gate_passes_a_local_copy_of_the_pinned_crate(tmp_path: Path) -> Non
     environment = {
         name: value
         for name, value in os.environ.items()
-        if name not in {SOURCE_ENV, TARGET_TREE_ENV}
+        if name not in {SOURCE_ENV, BUILD_TREE_ENV}
     }
 
     completed = run_module(

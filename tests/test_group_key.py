@@ -1,7 +1,7 @@
 r"""The sub-agent group key: `subagent_group_affinity_id`, crate against model.
 
 The model's key is "\\x01sg:" + the lowercase hex of blake3(parent as UTF-8)
-(SPEC B.15): 68 bytes for any parent. Where the target has the function (a
+(SPEC B.15): 68 bytes for any parent. Where the build has the function (a
 manual-clock tree), the crate must give the same key for every parent, empty,
 ASCII, multi-byte UTF-8, up to and over the session-id byte limit, and the key
 must work as a session id through the table exactly as the model says. The
@@ -40,7 +40,7 @@ def _crate_has_group_key() -> bool:
 
 needs_group_key = pytest.mark.skipif(
     not _crate_has_group_key(),
-    reason="the target has no subagent_group_affinity_id (crates.io 1.6.1 has none)",
+    reason="the build has no subagent_group_affinity_id (crates.io 1.6.1 has none)",
 )
 
 

@@ -10,12 +10,12 @@ recorded as a trace, replayed outside Hypothesis and minimized by
 The bounds below come from `python -m ci.bench.shrinking` on the pinned
 crate (docs/figures.md has the measured table and its date): each allows the
 measured length plus half of it, at least 2 operations more, and never more
-than the target, 2 x the shortest counterexample + 2 operations. The
+than the ceiling, 2 x the shortest counterexample + 2 operations. The
 shortest is the explorer's BFS-shortest violation where the subject's
 explorer runs the canary as its model and the canary breaks a property; for
 the other canaries (those wrapping the crate, those caught only by a
 comparison) it is the 1-minimal program step deletion reaches, which is at
-least as long. Four canaries miss the target in operations: each is caught
+least as long. Four canaries miss the ceiling in operations: each is caught
 by one scenario rule of 5 to 16 operations (`SCENARIOS`), one rule
 Hypothesis cannot split; their bound is in rules (one).
 
@@ -45,7 +45,7 @@ from stateful.machine import DifferentialMachine
 
 @dataclass(frozen=True)
 class Bound:
-    """A canary's longest accepted shrunk program and the target it must meet."""
+    """A canary's longest accepted shrunk program and the ceiling it must meet."""
 
     steps: int
     """Operations of the program Hypothesis reports, at most."""

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from ci.soak.command import (
+    MachineTestRun,
     SeedRun,
     Soak,
-    TargetRun,
     report,
     seed_ranges,
     summary,
@@ -41,7 +41,7 @@ def test_vacuous_seeds_are_false_alarms_that_reproduce(tmp_path: Path) -> None:
             "ci.soak",
             "--seeds",
             "2",
-            "--targets",
+            "--tests",
             "queue-model",
             "--examples",
             "5",
@@ -107,7 +107,7 @@ def _piece(
     )
     for seed in seeds:
         outcome = "failed" if seed == 3 else "passed"  # seed 3: one false alarm
-        run = TargetRun(
+        run = MachineTestRun(
             target="queue",
             outcome=outcome,
             message="",

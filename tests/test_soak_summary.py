@@ -1,8 +1,8 @@
 """The committed soak summary: it loads, and its figures are the ones claimed.
 
 `ci/soak/summary.json` is what `python -m ci.soak summary` makes of the merged
-soak report (the reports themselves are CI artifacts). Its targets must be
-targets the soak can still run, and its counts must add up.
+soak report (the reports themselves are CI artifacts). Its machine tests
+must be ones the soak can still run, and its counts must add up.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 from command_support import REPO, run_module
 
 from ci.soak.summary import load, summarize
-from ci.trust.targets import TARGETS
+from ci.trust.machine_tests import MACHINE_TESTS
 
 FIXTURE = REPO / "tests" / "fixtures" / "soak" / "20261203T215924.991574Z"
 COMMAND_TIMEOUT_S = 120
@@ -29,8 +29,8 @@ def test_the_committed_soak_found_nothing_over_its_seeds() -> None:
     assert [] == summary["failures"]
 
 
-def test_the_summary_runs_every_seed_once_per_target() -> None:
-    """Each target ran every seed, and the pieces' seeds add up to the total."""
+def test_the_summary_runs_every_seed_once_per_machine_test() -> None:
+    """Each machine test ran every seed, and the pieces' seeds add up to the total."""
     summary = load()
 
     runs = {name: row["runs"] for name, row in summary["per_target"].items()}
@@ -40,11 +40,11 @@ def test_the_summary_runs_every_seed_once_per_target() -> None:
     assert pieces in {0, summary["seeds_run"]}
 
 
-def test_the_summarys_targets_are_targets_the_soak_runs_today() -> None:
-    """A renamed or dropped target shows here: each is in the target registry."""
-    targets = load()["settings"]["targets"]
+def test_the_summarys_machine_tests_are_ones_the_soak_runs_today() -> None:
+    """A renamed or dropped machine test shows here: each is in the registry."""
+    tests = load()["settings"]["targets"]  # old spelling, the recorded key
 
-    assert {name: TARGETS[name].nodeid for name in targets} == targets
+    assert {name: MACHINE_TESTS[name].nodeid for name in tests} == tests
 
 
 def test_summary_drops_only_the_per_seed_rows(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ from ci.replay import command as replay_cli
 from ci.replay.codec import OpCodec, codec_for, dataclass_codec
 from ci.replay.rust.emit import Capabilities, ExportError, export
 from ci.replay.trace import Factory, TraceKind, kind_of, load, loads, save
-from ci.trust.targets import TARGETS
+from ci.trust.machine_tests import MACHINE_TESTS
 from properties import properties
 from stateful import stats
 from stateful.harness import Harness, Subject
@@ -70,11 +70,11 @@ def test_every_registered_subject_has_properties_and_canaries() -> None:
     assert all(entry.canary_factories() for entry in subjects.entries())
 
 
-def test_every_subject_target_is_a_trust_target() -> None:
-    """`ci.trust.targets` offers every target a subject declares."""
-    declared = [target.name for target in subjects.targets()]
+def test_every_machine_test_of_a_subject_is_offered_by_name() -> None:
+    """`ci.trust.machine_tests` offers every machine test a subject declares."""
+    declared = [test.name for test in subjects.machine_tests()]
 
-    assert declared == [name for name in TARGETS if name in declared]
+    assert declared == [name for name in MACHINE_TESTS if name in declared]
 
 
 def test_an_unknown_subject_is_named_with_the_known_ones() -> None:

@@ -1,6 +1,6 @@
 """The small parts of the trust commands, each on its own.
 
-Durations, batch seeds, targets, run configurations, and the shared
+Durations, batch seeds, machine tests, run configurations, and the shared
 database's merge of Redis and its local directory.
 """
 
@@ -14,8 +14,8 @@ from hypothesis.database import DirectoryBasedExampleDatabase
 
 from ci.fuzz.command import batch_seed, duration_s
 from ci.trust.database import SharedDatabase
+from ci.trust.machine_tests import MACHINE_TESTS, UnknownMachineTestError, resolve
 from ci.trust.plugin import RunConfig
-from ci.trust.targets import TARGETS, UnknownTargetError, resolve
 
 
 @pytest.mark.parametrize(
@@ -42,16 +42,17 @@ def test_batch_seeds_follow_from_the_base_seed() -> None:
     assert batch_seed(1, 0, 0) != batch_seed(2, 0, 0)
 
 
-def test_targets_resolve_in_the_order_given_once_each() -> None:
+def test_machine_tests_resolve_in_the_order_given_once_each() -> None:
     """A comma-separated list keeps its order and drops repeats."""
     chosen = resolve("queue,affinity,queue")
 
-    assert (TARGETS["queue"], TARGETS["affinity"]) == chosen
+    assert (MACHINE_TESTS["queue"], MACHINE_TESTS["affinity"]) == chosen
 
 
-def test_an_unknown_target_names_the_known_ones() -> None:
-    """The error is one line listing every target."""
-    with pytest.raises(UnknownTargetError, match="known: affinity, canary-hash-order"):
+def test_an_unknown_machine_test_names_the_known_ones() -> None:
+    """The error is one line listing every machine test."""
+    known = "known: affinity, canary-hash-order"
+    with pytest.raises(UnknownMachineTestError, match=known):
         resolve("affinity,nope")
 
 

@@ -10,7 +10,7 @@ report (generation and shrinking), the explorer's BFS-shortest
 counterexample where the subject's explorer can run the canary as its model
 and the canary violates a property (the entry's `Explorer.shortest`), and
 the 1-minimal
-length step deletion reaches (`ci.replay.minimize`). The target of
+length step deletion reaches (`ci.replay.minimize`). The ceiling of
 `tests/test_shrinking.py`: at most 2 x BFS + 2 operations, the 1-minimal
 length standing in where there is no BFS. A report, not a test: it reads
 the clocks (`ci.bench.figures`).

@@ -1,19 +1,19 @@
 """Double-run determinism: the same seed gives the same steps in a fresh interpreter.
 
-    python -m ci.determinism [--targets affinity,queue] [--failing canary-late-expiry]
+    python -m ci.determinism [--tests affinity,queue] [--failing canary-late-expiry]
                              [--seed S] [--examples N] [--hash-seeds A,B]
 
-Every run is a fresh `python -m pytest` process on one target's test
-(`ci.trust.targets`) under `ci-seeded` (the `ci` settings' sizes, randomized)
+Every run is a fresh `python -m pytest` process on one machine test
+(`ci.trust.machine_tests`) under `ci-seeded` (the `ci` settings' sizes, randomized)
 with `--hypothesis-seed=S`; the two runs of a pair differ only in
 `PYTHONHASHSEED` (default 0 and 1), as two machines would.
 
-* A sample of passing runs (`--targets`, `--examples` programs each): both runs
+* A sample of passing runs (`--tests`, `--examples` programs each): both runs
   write a step log (per program: the program Hypothesis ran and every note the
   machine made -- each step's operation and the model's answer, which the crate
   matched). The logs must be byte-identical. This catches hidden wall-clock
   reads, hash-order iteration and timer nondeterminism in the harness, the
-  model or the crate (`--targets canary-hash-order` must be caught).
+  model or the crate (`--tests canary-hash-order` must be caught).
 * Failing examples (`--failing`): both runs must find a counterexample with the
   same `trace.json` and the same failing check (`meta.json`), and
   `python -m ci.replay` of the first run's artifact, in a fresh interpreter
@@ -34,6 +34,7 @@ import subprocess
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -41,7 +42,6 @@ from ci.cli import (
     OneLineParser,
     UsageError,
     WriteFailed,
-    output_folder,
     positive_int,
     write_failed,
     write_results,
@@ -49,23 +49,19 @@ from ci.cli import (
 from ci.profiles import EXAMPLES
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
-    artifacts_root,
-    folder_of_replay_line,
-    recorded_against,
-    utc_stamp,
 )
 from ci.trust import runner
-from ci.trust.plugin import RunConfig
-from ci.trust.targets import (
-    CRATE_TARGETS,
-    TARGETS,
+from ci.trust.machine_tests import (
+    CRATE_TESTS,
+    MACHINE_TESTS,
     MachineTest,
-    UnknownTargetError,
     resolve,
 )
+from ci.trust.options import add_tests_option, checked_artifacts, run_folder
+from ci.trust.plugin import RunConfig
 
 PROG: Final[str] = "ci.determinism"
-DEFAULT_TARGETS: Final[str] = ",".join(CRATE_TARGETS)
+DEFAULT_TESTS: Final[str] = ",".join(CRATE_TESTS)
 DEFAULT_EXAMPLES: Final[int] = 20
 DEFAULT_SEED: Final[int] = 1
 HASH_SEED_MAX: Final[int] = 4_294_967_295
@@ -99,14 +95,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog=f"python -m {PROG}", description=__doc__.splitlines()[0]
     )
-    parser.add_argument("--targets", default=DEFAULT_TARGETS, help="passing sample")
-    parser.add_argument("--failing", default="", help="targets that must fail")
+    add_tests_option(parser, DEFAULT_TESTS, "passing sample")
+    parser.add_argument("--failing", default="", help="machine tests that must fail")
     parser.add_argument("--seed", type=positive_int, default=DEFAULT_SEED)
     parser.add_argument(
         "--examples",
         type=positive_int,
         default=None,
-        help=f"per passing target (default {DEFAULT_EXAMPLES})",
+        help=f"per passing machine test (default {DEFAULT_EXAMPLES})",
     )
     parser.add_argument("--hash-seeds", type=_hash_seeds, default=("0", "1"))
     parser.add_argument("--artifacts", type=Path, default=None)
@@ -115,13 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 @dataclass(frozen=True)
 class Pair:
-    """Two runs of one target under one seed, and whether they agree."""
+    """Two runs of one machine test under one seed, and whether they agree."""
 
-    target: str
+    test: str
     kind: str  # "passing" (step logs) or "failing" (trace, check, replay)
-    same: bool
     detail: str  # what was compared, or the first difference
     test_cases: tuple[int, int]
+    same: bool
 
 
 def first_difference(first: bytes, second: bytes) -> str:
@@ -139,7 +135,7 @@ def first_difference(first: bytes, second: bytes) -> str:
 
 
 def _run(
-    target: MachineTest,
+    machine_test: MachineTest,
     config: RunConfig,
     seed: int,
     hash_seed: str,
@@ -147,53 +143,43 @@ def _run(
 ) -> runner.PytestRun:
     work.mkdir(parents=True)
     env = {"PYTHONHASHSEED": hash_seed, ARTIFACTS_ENV: str(work / "artifacts")}
-    return runner.run([target.nodeid], config, seed=seed, env=env, work=work)
+    return runner.run([machine_test.nodeid], config, seed=seed, env=env, work=work)
 
 
 def _counterexample(
-    run: runner.PytestRun, target: MachineTest
+    run: runner.PytestRun, machine_test: MachineTest
 ) -> runner.TestResult | None:
-    test = run.test(target.nodeid)
+    test = run.test(machine_test.nodeid)
     if test is None or not (test.outcome == "failed" and test.counterexample):
         return None
     return test
 
 
 def passing_pair(
-    target: MachineTest,
+    machine_test: MachineTest,
     examples: int,
     seed: int,
     hash_seeds: tuple[str, str],
     work: Path,
 ) -> Pair:
     """Run twice; the step logs must be byte-identical."""
+    pair = partial(Pair, machine_test.name, "passing")
     logs: list[bytes] = []
     counts: list[int] = []
     for index, hash_seed in enumerate(hash_seeds):
-        folder = work / f"{target.name}-run{index + 1}"
+        folder = work / f"{machine_test.name}-run{index + 1}"
         config = RunConfig(
             base="ci-seeded",
             max_examples=examples,
             step_log=str(folder / "steps.log"),
         )
-        run = _run(target, config, seed, hash_seed, folder)
-        test = run.test(target.nodeid)
+        run = _run(machine_test, config, seed, hash_seed, folder)
+        test = run.test(machine_test.nodeid)
         if test is None:
-            return Pair(
-                target=target.name,
-                kind="passing",
-                same=False,
-                detail=f"run {index + 1} did not run",
-                test_cases=(0, 0),
-            )
+            return pair(f"run {index + 1} did not run", (0, 0), same=False)
         if test.counterexample:
-            return Pair(
-                target=target.name,
-                kind="passing",
-                same=False,
-                detail=f"run {index + 1} found a counterexample: {test.message}",
-                test_cases=(test.test_cases, 0),
-            )
+            found = f"run {index + 1} found a counterexample: {test.message}"
+            return pair(found, (test.test_cases, 0), same=False)
         logs.append((folder / "steps.log").read_bytes())
         counts.append(test.test_cases)
     difference = first_difference(logs[0], logs[1])
@@ -202,13 +188,7 @@ def passing_pair(
         f"step logs identical: {counts[0]} programs, {len(logs[0])} bytes, "
         f"{lines} lines"
     )
-    return Pair(
-        target=target.name,
-        kind="passing",
-        same=not difference,
-        detail=detail,
-        test_cases=(counts[0], counts[1]),
-    )
+    return pair(detail, (counts[0], counts[1]), same=not difference)
 
 
 def _replay_output(folder: Path, canary: str | None, hash_seed: str) -> tuple[int, str]:
@@ -227,94 +207,55 @@ def _replay_output(folder: Path, canary: str | None, hash_seed: str) -> tuple[in
     return done.returncode, done.stdout
 
 
-def _artifact(test: runner.TestResult) -> Path | None:
-    for line in test.replay:
-        folder = folder_of_replay_line(line)
-        folder = folder if folder.is_absolute() else runner.REPO_ROOT / folder
-        if (folder / "trace.json").exists():
-            return folder
-    return None
+def _artifact(test: runner.TestResult) -> runner.Artifact | None:
+    """The first artifact of `test` that holds a trace."""
+    found = (runner.artifact(line) for line in test.replay)
+    return next((a for a in found if a and (a.folder / "trace.json").exists()), None)
 
 
 def failing_pair(
-    target: MachineTest, seed: int, hash_seeds: tuple[str, str], work: Path
+    machine_test: MachineTest, seed: int, hash_seeds: tuple[str, str], work: Path
 ) -> Pair:
     """Run twice; the same trace and failing check; the same replay verdict."""
+    pair = partial(Pair, machine_test.name, "failing")
     found: list[runner.TestResult] = []
     for index, hash_seed in enumerate(hash_seeds):
-        folder = work / f"{target.name}-run{index + 1}"
+        folder = work / f"{machine_test.name}-run{index + 1}"
         config = RunConfig(
             base="ci-seeded", max_examples=EXAMPLES["ci"], phases=FAILING_PHASES
         )
-        test = _counterexample(_run(target, config, seed, hash_seed, folder), target)
+        run = _run(machine_test, config, seed, hash_seed, folder)
+        test = _counterexample(run, machine_test)
         if test is None:
-            return Pair(
-                target=target.name,
-                kind="failing",
-                same=False,
-                detail=f"run {index + 1}: no counterexample",
-                test_cases=(0, 0),
-            )
+            return pair(f"run {index + 1}: no counterexample", (0, 0), same=False)
         found.append(test)
     counts = (found[0].test_cases, found[1].test_cases)
     first, second = (_artifact(test) for test in found)
     if first is None or second is None:
         same = found[0].message == found[1].message
         detail = f"no trace; failure: {found[0].message!r} vs {found[1].message!r}"
-        return Pair(
-            target=target.name,
-            kind="failing",
-            same=same,
-            detail=detail,
-            test_cases=counts,
-        )
+        return pair(detail, counts, same=same)
     difference = first_difference(
-        (first / "trace.json").read_bytes(), (second / "trace.json").read_bytes()
+        (first.folder / "trace.json").read_bytes(),
+        (second.folder / "trace.json").read_bytes(),
     )
     if difference:
-        return Pair(
-            target=target.name,
-            kind="failing",
-            same=False,
-            detail=f"trace.json {difference}",
-            test_cases=counts,
-        )
-    checks = [
-        json.loads((folder / "meta.json").read_text(encoding="utf-8"))["failing_check"]
-        for folder in (first, second)
-    ]
+        return pair(f"trace.json {difference}", counts, same=False)
+    checks = [first.meta["failing_check"], second.meta["failing_check"]]
     if checks[0] != checks[1]:
-        return Pair(
-            target=target.name,
-            kind="failing",
-            same=False,
-            detail=f"failing check {checks}",
-            test_cases=counts,
-        )
-    against = recorded_against(
-        json.loads((first / "meta.json").read_text(encoding="utf-8"))
-    )
-    canary = against.removeprefix("canary:") if against.startswith("canary:") else None
-    replays = [_replay_output(first, canary, seed) for seed in hash_seeds]
+        return pair(f"failing check {checks}", counts, same=False)
+    replays = [_replay_output(first.folder, first.canary, seed) for seed in hash_seeds]
     if replays[0][0] != 1 or replays[0] != replays[1]:
         codes = f"exit {replays[0][0]} and {replays[1][0]}"
         what = first_difference(replays[0][1].encode(), replays[1][1].encode())
-        return Pair(
-            target=target.name,
-            kind="failing",
-            same=False,
-            detail=f"ci.replay: {codes}; {what}",
-            test_cases=counts,
-        )
+        return pair(f"ci.replay: {codes}; {what}", counts, same=False)
     step = checks[0].get("step", "?")
-    trace = json.loads((first / "trace.json").read_text(encoding="utf-8"))
+    trace = json.loads((first.folder / "trace.json").read_text(encoding="utf-8"))
     detail = (
         f"same trace ({len(trace['steps'])} steps), same first divergence "
         f"(step {step}, {checks[0]['check']}), same ci.replay output"
     )
-    return Pair(
-        target=target.name, kind="failing", same=True, detail=detail, test_cases=counts
-    )
+    return pair(detail, counts, same=True)
 
 
 def _check(
@@ -323,9 +264,9 @@ def _check(
     failing: Sequence[MachineTest],
 ) -> None:
     if not passing and not failing:
-        raise UsageError("nothing to check: give --targets or --failing")
+        raise UsageError("nothing to check: give --tests or --failing")
     if arguments.examples is not None and not passing:
-        raise UsageError("--examples sizes the passing targets' runs: there are none")
+        raise UsageError("--examples sizes the passing tests' runs: there are none")
     if arguments.examples is None:
         arguments.examples = DEFAULT_EXAMPLES
 
@@ -334,25 +275,30 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the pairs; exit 0 all agree, 1 a difference, 2 usage."""
     try:
         arguments = build_parser().parse_args(argv)
-        passing = resolve(arguments.targets) if arguments.targets else ()
+        passing = resolve(arguments.tests) if arguments.tests else ()
         failing = resolve(arguments.failing) if arguments.failing else ()
         _check(arguments, passing, failing)
-        root = output_folder(arguments.artifacts or artifacts_root(), "--artifacts")
-    except (UsageError, UnknownTargetError) as error:
+        checked_artifacts(arguments)
+    except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
-    folder = root / "determinism" / utc_stamp()
-    folder.mkdir(parents=True)
+    folder = run_folder(arguments, "determinism")
     pairs: list[Pair] = []
-    for target in passing:
+    for machine_test in passing:
         pairs.append(
             passing_pair(
-                target, arguments.examples, arguments.seed, arguments.hash_seeds, folder
+                machine_test,
+                arguments.examples,
+                arguments.seed,
+                arguments.hash_seeds,
+                folder,
             )
         )
         print(_line(pairs[-1]), flush=True)
-    for target in failing:
-        pairs.append(failing_pair(target, arguments.seed, arguments.hash_seeds, folder))
+    for machine_test in failing:
+        pairs.append(
+            failing_pair(machine_test, arguments.seed, arguments.hash_seeds, folder)
+        )
         print(_line(pairs[-1]), flush=True)
     report: dict[str, Any] = {
         "seed": arguments.seed,
@@ -360,7 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "examples": arguments.examples,
         "pairs": [asdict(pair) for pair in pairs],
         "different": sum(not pair.same for pair in pairs),
-        "targets": {pair.target: TARGETS[pair.target].nodeid for pair in pairs},
+        "tests": {pair.test: MACHINE_TESTS[pair.test].nodeid for pair in pairs},
     }
     text = json.dumps(report, indent=2, sort_keys=True)
     try:
@@ -373,4 +319,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _line(pair: Pair) -> str:
     verdict = "SAME" if pair.same else "DIFFERENT"
-    return f"{verdict} {pair.target} ({pair.kind}): {pair.detail}"
+    return f"{verdict} {pair.test} ({pair.kind}): {pair.detail}"

@@ -1,25 +1,25 @@
 """Fuzz the machines on many workers that share one example database.
 
     python -m ci.fuzz --workers N [--redis URL] [--db DIR] [--for DURATION]
-                      [--targets affinity,queue] [--examples N] [--runs N]
+                      [--tests affinity,queue] [--examples N] [--runs N]
                       [--batches N] [--seed S] [--progress-every SECONDS]
-    python -m ci.fuzz --replay TARGET [--redis URL] [--db DIR]
+    python -m ci.fuzz --replay TEST [--redis URL] [--db DIR]
 
-Each worker runs batches: one fresh `python -m pytest` process on one target's
-test (`ci.trust.targets`) under the `fuzz` settings (`ci/profiles.py`), with a
+Each worker runs batches: one fresh `python -m pytest` process on one machine
+test (`ci.trust.machine_tests`) under the `fuzz` settings (`ci/profiles.py`), with a
 new seed, `--examples` programs of `--runs` runs of operations, and the shared example
 database (`ci.trust.database`: Redis if `--redis`, always the local directory
-`--db` beside it). Workers take the targets in turn. A batch that fails with a
+`--db` beside it). Workers take the machine tests in turn. A batch that fails with a
 counterexample saves it in the database (Hypothesis does) and leaves an
-artifact folder (`ci.replay.artifacts`); that target is then done, as every
+artifact folder (`ci.replay.artifacts`); that machine test is then done, as every
 later batch would only replay it. A batch that fails without a counterexample
 (a coverage goal not reached in a small batch) is reported as vacuous, with
 the seed that reruns it.
 
-Progress every `--progress-every` seconds: targets, examples and examples per
+Progress every `--progress-every` seconds: machine tests, examples and examples per
 second (per worker too), distinct behaviours (the `event()`s the machines
 emit: coverage goals reached) and their growth, failures. On exit (`--for`
-elapsed, every worker's `--batches` done, every target failed, or Ctrl-C),
+elapsed, every worker's `--batches` done, every machine test failed, or Ctrl-C),
 each failure is printed with the one-line command that replays it in a fresh
 process from the shared database, and the `python -m ci.replay` line of its
 artifact.
@@ -27,7 +27,7 @@ artifact.
 On a cluster, run `python -m ci.fuzz --workers N --redis redis://HOST:6379/0`
 on every machine: they share what they find through Redis.
 
-`--replay TARGET` runs TARGET's test once in a fresh process with no
+`--replay TEST` runs machine test TEST once in a fresh process with no
 generation, only the database's examples (the reuse phase): it fails as the
 fuzzer's batch did, and writes its own artifact folder.
 
@@ -49,41 +49,36 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 from ci.cli import (
     OneLineParser,
     UsageError,
-    output_folder,
     positive_int,
     whole_number,
 )
 from ci.profiles import EXAMPLES, RULES_PER_PROGRAM
 from ci.replay.artifacts import (
     ARTIFACTS_ENV,
-    artifacts_root,
-    folder_of_replay_line,
-    recorded_against,
-    utc_stamp,
 )
 from ci.trust import runner
 from ci.trust.database import DatabaseUnavailableError, connect
-from ci.trust.plugin import RunConfig
-from ci.trust.runner import TestResult
-from ci.trust.targets import (
-    CRATE_TARGETS,
-    TARGETS,
+from ci.trust.machine_tests import (
+    CRATE_TESTS,
+    MACHINE_TESTS,
     MachineTest,
-    UnknownTargetError,
     resolve,
 )
+from ci.trust.options import add_tests_option, artifacts, checked_artifacts, run_folder
+from ci.trust.plugin import RunConfig
+from ci.trust.runner import TestResult
 
 PROG: Final[str] = "ci.fuzz"
 WORKERS_MAX: Final[int] = 256
 BATCHES_MAX: Final[int] = 1_000_000
 PROGRESS_EVERY_S: Final[float] = 10.0
-ERRORS_PER_TARGET_MAX: Final[int] = 3
-"""A target whose batches crash this often is dropped (named in the summary)."""
+ERRORS_PER_TEST_MAX: Final[int] = 3
+"""A machine test whose batches crash this often is dropped (named in the summary)."""
 SEED_BITS: Final[int] = 63
 DEFAULT_DB: Final[str] = "fuzz-db"
 EXIT_CLEAN: Final[int] = 0
@@ -123,7 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--workers", type=positive_int, help="worker processes here")
-    mode.add_argument("--replay", metavar="TARGET", help="replay TARGET's failure")
+    mode.add_argument("--replay", metavar="TEST", help="replay TEST's failure")
     parser.add_argument("--redis", metavar="URL", help="shared Redis example database")
     parser.add_argument(
         "--db", type=Path, default=None, help="local example database directory"
@@ -131,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     # Defaults of the fuzzing-only options are filled in by `_check`, so that
     # one given with --replay (which would ignore it) is refused instead.
     parser.add_argument("--for", dest="for_s", type=duration_s, default=None)
-    parser.add_argument("--targets", default=None)
+    add_tests_option(parser, None)
     parser.add_argument("--examples", type=positive_int, default=None)
     parser.add_argument(
         "--runs",
@@ -154,7 +149,7 @@ def build_parser() -> argparse.ArgumentParser:
 class Failure:
     """A batch that failed with a counterexample."""
 
-    target: str
+    test: str
     worker: int
     seed: int
     divergence: str
@@ -162,10 +157,10 @@ class Failure:
 
 
 @dataclass
-class TargetState:
-    """What the workers did to one target."""
+class FuzzedTest:
+    """What the workers did to one machine test."""
 
-    target: MachineTest
+    test: MachineTest
     batches: int = 0
     examples: int = 0
     behaviours: set[str] = field(default_factory=set)
@@ -176,11 +171,11 @@ class TargetState:
 
     @property
     def active(self) -> bool:
-        """Workers still take batches of this target."""
+        """Workers still take batches of this machine test."""
         return (
             not self.failures
             and self.skipped is None
-            and len(self.errors) < ERRORS_PER_TARGET_MAX
+            and len(self.errors) < ERRORS_PER_TEST_MAX
         )
 
 
@@ -188,7 +183,7 @@ class TargetState:
 class Running:
     """A worker's current batch."""
 
-    target: str
+    test: str
     progress: Path
 
 
@@ -196,7 +191,7 @@ class Running:
 class Fuzz:
     """The shared state of one `ci.fuzz` run."""
 
-    targets: dict[str, TargetState]
+    tests: dict[str, FuzzedTest]
     folder: Path
     config: RunConfig
     env: dict[str, str]
@@ -207,32 +202,22 @@ class Fuzz:
     running: dict[int, Running] = field(default_factory=dict)
     fallback: str | None = None
 
-    def next_target(self, worker: int, batch: int) -> TargetState | None:
-        """The target this worker's batch takes (round robin over active ones)."""
+    def next_test(self, worker: int, batch: int) -> FuzzedTest | None:
+        """The machine test this worker's batch takes (round robin over active ones)."""
         with self.lock:
-            active = [state for state in self.targets.values() if state.active]
+            active = [state for state in self.tests.values() if state.active]
             if not active:
                 return None
             return active[(worker + batch) % len(active)]
 
 
-def _meta(line: str) -> dict[str, Any] | None:
-    """The meta.json of the artifact folder a `python -m ci.replay` line names."""
-    folder = folder_of_replay_line(line)
-    for meta_file in (folder / "meta.json", runner.REPO_ROOT / folder / "meta.json"):
-        if meta_file.exists():
-            meta: dict[str, Any] = json.loads(meta_file.read_text(encoding="utf-8"))
-            return meta
-    return None
-
-
 def first_divergence(test: TestResult) -> str:
     """What failed first: the artifact's failing check, else the failure's line."""
     for line in test.replay:
-        meta = _meta(line)
-        if meta is None:
+        found = runner.artifact(line)
+        if found is None:
             continue
-        failing = meta["failing_check"]
+        failing = found.meta["failing_check"]
         if "step" in failing:
             return (
                 f"step {failing['step']} {failing['operation']} "
@@ -246,11 +231,8 @@ def trace_lines(test: TestResult) -> tuple[str, ...]:
     """The artifacts' replay lines, naming the canary when a canary failed."""
     lines = []
     for line in test.replay:
-        meta = _meta(line)
-        against = "" if meta is None else recorded_against(meta)
-        canary = (
-            against.removeprefix("canary:") if against.startswith("canary:") else None
-        )
+        found = runner.artifact(line)
+        canary = None if found is None else found.canary
         lines.append(line if canary is None else f"{line} --canary {canary}")
     return tuple(lines)
 
@@ -263,21 +245,21 @@ def batch_seed(base: int | None, worker: int, batch: int) -> int:
 
 
 def _run_batch(
-    fuzz: Fuzz, worker: int, batch: int, state: TargetState, seed: int
+    fuzz: Fuzz, worker: int, batch: int, state: FuzzedTest, seed: int
 ) -> None:
     work = fuzz.folder / "batches" / f"worker{worker}-batch{batch}"
     work.mkdir(parents=True)
     config = runner.with_files(fuzz.config, work)
     progress = Path(str(config.progress))
     with fuzz.lock:
-        fuzz.running[worker] = Running(state.target.name, progress)
+        fuzz.running[worker] = Running(state.test.name, progress)
     config = replace(config, fresh_seeds=seed)
-    process = runner.start([state.target.nodeid], config, work, env=fuzz.env)
+    process = runner.start([state.test.nodeid], config, work, env=fuzz.env)
     try:
         result = runner.collect(process, work)
     finally:
         runner.stop(process)
-    test = result.test(state.target.nodeid)
+    test = result.test(state.test.nodeid)
     with fuzz.lock:
         del fuzz.running[worker]
         if result.database_fallback and fuzz.fallback is None:
@@ -298,7 +280,7 @@ def _run_batch(
         elif test.outcome == "failed" and test.counterexample:
             state.failures.append(
                 Failure(
-                    state.target.name, worker, seed, first_divergence(test), test.replay
+                    state.test.name, worker, seed, first_divergence(test), test.replay
                 )
             )
         elif test.outcome == "failed":
@@ -310,11 +292,11 @@ def _run_batch(
 def worker_loop(
     fuzz: Fuzz, worker: int, batches: int | None, base_seed: int | None
 ) -> None:
-    """One worker: batches until stopped, out of budget or out of targets."""
+    """One worker: batches until stopped, out of budget or out of machine tests."""
     try:
         batch = 0
         while not fuzz.stop.is_set() and (batches is None or batch < batches):
-            state = fuzz.next_target(worker, batch)
+            state = fuzz.next_test(worker, batch)
             if state is None:
                 return
             _run_batch(fuzz, worker, batch, state, batch_seed(base_seed, worker, batch))
@@ -342,14 +324,14 @@ def _last_progress(progress: Path) -> tuple[int, set[str]]:
 
 
 def _live_counts(fuzz: Fuzz) -> dict[str, tuple[int, set[str]]]:
-    """Examples and behaviours of the batches still running, per target."""
+    """Examples and behaviours of the batches still running, per machine test."""
     live: dict[str, tuple[int, set[str]]] = {}
     with fuzz.lock:
         running = list(fuzz.running.values())
     for batch in running:
         examples, behaviours = _last_progress(batch.progress)
-        before = live.get(batch.target, (0, set()))
-        live[batch.target] = (before[0] + examples, before[1] | behaviours)
+        before = live.get(batch.test, (0, set()))
+        live[batch.test] = (before[0] + examples, before[1] | behaviours)
     return live
 
 
@@ -362,7 +344,7 @@ def progress_line(
     total_examples = 0
     all_behaviours: set[str] = set()
     with fuzz.lock:
-        for name, state in fuzz.targets.items():
+        for name, state in fuzz.tests.items():
             examples = state.examples + live.get(name, (0, set()))[0]
             behaviours = state.behaviours | live.get(name, (0, set()))[1]
             total_examples += examples
@@ -375,38 +357,38 @@ def progress_line(
                 else "running"
             )
             parts.append(f"{name} {examples} ex {len(behaviours)} beh {status}")
-        failures = sum(len(state.failures) for state in fuzz.targets.values())
-        done = sum(not state.active for state in fuzz.targets.values())
+        failures = sum(len(state.failures) for state in fuzz.tests.values())
+        done = sum(not state.active for state in fuzz.tests.values())
     rate = total_examples / elapsed_s if elapsed_s > 0 else 0.0
     growth = len(all_behaviours) - behaviours_before
     minutes, seconds = divmod(int(elapsed_s), 60)
     line = (
-        f"[{minutes:3d}:{seconds:02d}] targets {len(fuzz.targets) - done}/"
-        f"{len(fuzz.targets)} live | examples {total_examples} ({rate:.1f}/s, "
+        f"[{minutes:3d}:{seconds:02d}] tests {len(fuzz.tests) - done}/"
+        f"{len(fuzz.tests)} live | examples {total_examples} ({rate:.1f}/s, "
         f"{rate / workers:.1f}/s per worker) | behaviours {len(all_behaviours)} "
         f"({growth:+d}) | failures {failures} | " + "; ".join(parts)
     )
     return line, len(all_behaviours)
 
 
-def replay_command(target: str, redis_url: str | None, db: Path) -> str:
-    """The one line that replays `target`'s failure from the shared database."""
+def replay_command(name: str, redis_url: str | None, db: Path) -> str:
+    """The one line that replays machine test `name`'s failure from the database."""
     where = f"--redis {redis_url}" if redis_url else f"--db {db}"
-    return f"python -m {PROG} --replay {target} {where}"
+    return f"python -m {PROG} --replay {name} {where}"
 
 
 def summary(fuzz: Fuzz, redis_url: str | None, db: Path, elapsed_s: float) -> list[str]:
-    """The closing report: per target, then every failure with its replay lines."""
+    """The closing report: per machine test, then each failure and its replay lines."""
     lines = [f"fuzzed for {elapsed_s:.0f} s; batches and logs under {fuzz.folder}"]
     if fuzz.fallback:
         lines.append(
             f"Redis was lost ({fuzz.fallback}); the local database {db} has all"
         )
-    for name, state in fuzz.targets.items():
+    for name, state in fuzz.tests.items():
         note = ""
         if state.skipped:
             note = f", skipped: {state.skipped}"
-        if len(state.errors) >= ERRORS_PER_TARGET_MAX:
+        if len(state.errors) >= ERRORS_PER_TEST_MAX:
             crashed = len(state.errors)
             note = f", dropped after {crashed} crashed batches: {state.errors[-1]}"
         lines.append(
@@ -419,23 +401,21 @@ def summary(fuzz: Fuzz, redis_url: str | None, db: Path, elapsed_s: float) -> li
             f"log {folder}/pytest.log"
             for seed, folder in state.vacuous
         )
-    for state in fuzz.targets.values():
+    for state in fuzz.tests.values():
         for failure in state.failures:
             lines.append(
-                f"FAILURE {failure.target} (worker {failure.worker}, seed "
+                f"FAILURE {failure.test} (worker {failure.worker}, seed "
                 f"{failure.seed}): {failure.divergence}"
             )
-            lines.append(f"  replay: {replay_command(failure.target, redis_url, db)}")
+            lines.append(f"  replay: {replay_command(failure.test, redis_url, db)}")
             lines.extend(f"  trace:  {line}" for line in failure.replay)
     return lines
 
 
-def fuzz_main(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> int:
+def fuzz_main(arguments: argparse.Namespace, tests: Sequence[MachineTest]) -> int:
     """Run the workers, report progress, print the failures."""
-    root = arguments.artifacts or artifacts_root()
-    db = arguments.db or root / DEFAULT_DB
-    folder = root / "fuzz" / utc_stamp()
-    folder.mkdir(parents=True)
+    db = arguments.db or artifacts(arguments) / DEFAULT_DB
+    folder = run_folder(arguments, "fuzz")
     config = RunConfig(
         base="fuzz",
         max_examples=arguments.examples,
@@ -444,14 +424,14 @@ def fuzz_main(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> 
         database_dir=str(db),
     )
     fuzz = Fuzz(
-        targets={target.name: TargetState(target) for target in targets},
+        tests={test.name: FuzzedTest(test) for test in tests},
         folder=folder,
         config=config,
         env={ARTIFACTS_ENV: str(folder / "artifacts")},
     )
     where = f"Redis {arguments.redis} + {db}" if arguments.redis else f"{db}"
     print(
-        f"fuzzing {', '.join(fuzz.targets)} on {arguments.workers} workers; "
+        f"fuzzing {', '.join(fuzz.tests)} on {arguments.workers} workers; "
         f"database {where}; {arguments.examples} examples x {arguments.runs} runs "
         "per batch",
         flush=True,
@@ -495,14 +475,13 @@ def fuzz_main(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> 
     print(progress_line(fuzz, elapsed, arguments.workers, behaviours)[0])
     for line in summary(fuzz, arguments.redis, db, elapsed):
         print(line)
-    found = any(state.failures for state in fuzz.targets.values())
+    found = any(state.failures for state in fuzz.tests.values())
     return EXIT_FOUND if found else EXIT_CLEAN
 
 
-def replay_main(arguments: argparse.Namespace, target: MachineTest) -> int:
-    """Run `target` once from the database only, in a fresh process."""
-    root = arguments.artifacts or artifacts_root()
-    db = arguments.db or root / DEFAULT_DB
+def replay_main(arguments: argparse.Namespace, machine_test: MachineTest) -> int:
+    """Run `machine_test` once from the database only, in a fresh process."""
+    db = arguments.db or artifacts(arguments) / DEFAULT_DB
     config = RunConfig(
         base="fuzz",
         stateful_step_count=arguments.runs,
@@ -510,25 +489,26 @@ def replay_main(arguments: argparse.Namespace, target: MachineTest) -> int:
         redis_url=arguments.redis,
         database_dir=str(db),
     )
-    env = {ARTIFACTS_ENV: str(root)} if arguments.artifacts else {}
-    result = runner.run([target.nodeid], config, env=env)
-    test = result.test(target.nodeid)
+    env = {ARTIFACTS_ENV: str(arguments.artifacts)} if arguments.artifacts else {}
+    result = runner.run([machine_test.nodeid], config, env=env)
+    test = result.test(machine_test.nodeid)
     if test is None:
         print(f"{PROG}: the replay did not run (pytest exit {result.returncode}):")
         print(result.output[-2000:])
         return EXIT_USAGE
     if test.outcome == "failed" and test.counterexample:
-        print(f"REPRODUCED {target.name}: {first_divergence(test)}")
+        print(f"REPRODUCED {machine_test.name}: {first_divergence(test)}")
         for line in trace_lines(test):
             print(f"  trace: {line}")
         return EXIT_FOUND
-    print(f"not reproduced: {target.name} {test.outcome} with only the stored examples")
+    name, outcome = machine_test.name, test.outcome
+    print(f"not reproduced: {name} {outcome} with only the stored examples")
     return EXIT_CLEAN
 
 
 FUZZING_ONLY: Final[tuple[tuple[str, str], ...]] = (
     ("for_s", "--for"),
-    ("targets", "--targets"),
+    ("tests", "--tests"),
     ("examples", "--examples"),
     ("batches", "--batches"),
     ("seed", "--seed"),
@@ -546,24 +526,24 @@ def _fill_defaults(arguments: argparse.Namespace) -> None:
         if given:
             raise UsageError(f"--replay runs no batches: drop {', '.join(given)}")
         return
-    if arguments.targets is None:
-        arguments.targets = ",".join(CRATE_TARGETS)
+    if arguments.tests is None:
+        arguments.tests = ",".join(CRATE_TESTS)
     if arguments.examples is None:
         arguments.examples = EXAMPLES["fuzz"]
     if arguments.progress_every is None:
         arguments.progress_every = PROGRESS_EVERY_S
 
 
-def _check(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> None:
+def _check(arguments: argparse.Namespace, tests: Sequence[MachineTest]) -> None:
     """Bounds argparse cannot state."""
     if arguments.workers is not None and arguments.workers > WORKERS_MAX:
         raise UsageError(f"--workers must be at most {WORKERS_MAX}")
     if arguments.batches is not None and arguments.batches > BATCHES_MAX:
         raise UsageError(f"--batches must be at most {BATCHES_MAX}")
-    if arguments.replay is not None and len(targets) != 1:
-        raise UsageError("--replay takes one target")
+    if arguments.replay is not None and len(tests) != 1:
+        raise UsageError("--replay takes one machine test")
     if arguments.replay is not None and arguments.redis is None:
-        db = arguments.db or (arguments.artifacts or artifacts_root()) / DEFAULT_DB
+        db = arguments.db or artifacts(arguments) / DEFAULT_DB
         if not db.is_dir():  # an absent database holds nothing to reproduce
             raise UsageError(f"--db {db}: no example database there")
 
@@ -573,14 +553,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         arguments = build_parser().parse_args(argv)
         _fill_defaults(arguments)
-        targets = resolve(arguments.replay or arguments.targets)
-        _check(arguments, targets)
-        output_folder(arguments.artifacts or artifacts_root(), "--artifacts")
+        tests = resolve(arguments.replay or arguments.tests)
+        _check(arguments, tests)
+        checked_artifacts(arguments)
         if arguments.redis is not None:
             connect(arguments.redis).close()
-    except (UsageError, UnknownTargetError, DatabaseUnavailableError) as error:
+    except (UsageError, DatabaseUnavailableError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     if arguments.replay is not None:
-        return replay_main(arguments, TARGETS[arguments.replay])
-    return fuzz_main(arguments, targets)
+        return replay_main(arguments, MACHINE_TESTS[arguments.replay])
+    return fuzz_main(arguments, tests)

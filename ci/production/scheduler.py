@@ -85,7 +85,7 @@ ROWS: tuple[Row, ...] = (
         "(`prefill_busy_threshold_frac: 1.0`); no priority jump; no "
         "active-request expiry (`new_without_expiry`); periodic recheck every "
         "1,200 years, the clock capped at 600 years and moved in explicit steps "
-        "(each due time it handed the crate on the way, then the target, in "
+        "(each due time it handed the crate on the way, then the instant asked for, in "
         "pieces of at most 2^29 ms); due times as "
         "far as the platform's `Instant` reaches; a picker of its own (lowest "
         "worker id) with one eligible worker per request (pinned, or the only "

@@ -206,7 +206,7 @@ def profile_name(profile: str | None) -> str:
     return profile or settings.get_current_profile_name()
 
 
-TARGET_TREE_ENV = "VERIFY_TARGET_TREE"
+BUILD_TREE_ENV = "VERIFY_BUILD_TREE"
 """Set by `ci.gate --source`: the Python tree whose binding the run used."""
 
 
@@ -234,7 +234,7 @@ def replay_command(path: Path, against: str = "") -> str:
     """
     canary = against.removeprefix("canary:") if against.startswith("canary:") else ""
     flag = f" --canary {canary}" if canary else ""
-    tree = os.environ.get(TARGET_TREE_ENV)
+    tree = os.environ.get(BUILD_TREE_ENV)
     if tree:  # a gate run against a local source tree: replay with its build
         return f"cd {tree} && python -m ci.replay {path.resolve()}{flag}"
     try:
@@ -317,7 +317,7 @@ def _write_minimal(trace: Trace, factory: Factory, folder: Path) -> int | None:
 def _write_repro(folder: Path) -> None:
     """Write `repro.rs`: the minimized trace (else the trace) as a Rust test.
 
-    A trace the target crate cannot express (the manual clock on a crate
+    A trace the built crate cannot express (the manual clock on a crate
     without one) leaves a `repro.rs` that says why, in one comment line.
     """
     from ci.replay.envelope import trace_path  # noqa: PLC0415 - on failure only

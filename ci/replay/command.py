@@ -26,7 +26,7 @@ are listed as notes: the model changed since the recording.
 
 `--emit rust` replays nothing: it writes the trace as one self-contained Rust
 test of the crate (`ci/replay/rust/`) to stdout or `--out FILE`. A trace the
-target crate cannot express (the manual clock on a crate without one) is a
+built crate cannot express (the manual clock on a crate without one) is a
 usage error naming the step and what is missing (exit 2), with no output.
 """
 

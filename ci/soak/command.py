@@ -1,16 +1,16 @@
 """The false-alarm soak: the machines on the unmutated crate over many seeds.
 
     python -m ci.soak --seeds N [--first-seed S] [--settings ci|nightly]
-                      [--jobs J] [--targets affinity,queue] [--examples N]
+                      [--jobs J] [--tests affinity,queue] [--examples N]
                       [--artifacts DIR] [--no-recheck]
     python -m ci.soak merge DIR... [--out DIR]
 
-Each seed runs the targets' pytest tests once, in a fresh interpreter, under the
+Each seed runs the machine tests once, in a fresh interpreter, under the
 profile's sizes with randomization on (`ci-seeded` or `nightly-seeded` in
 `ci/profiles.py`) and `--hypothesis-seed=SEED`; `--jobs` processes run at once.
 On the pinned crate every failure is a false alarm: a counterexample the crate
 does not deserve, or a vacuous run (a coverage goal or rule never reached). A
-failed (seed, target) is run again with the same seed; if the second run does
+failed (seed, machine test) is run again with the same seed; if the second run does
 not fail the same way, it is also a flaky detection.
 
 The report -- seeds, false alarms, flaky detections, seconds per seed (mean,
@@ -48,35 +48,28 @@ from ci.cli import (
     OneLineParser,
     UsageError,
     WriteFailed,
-    output_folder,
     positive_int,
     write_failed,
     write_results,
 )
 from ci.profiles import EXAMPLES, RULES_PER_PROGRAM
-from ci.replay.artifacts import (
-    ARTIFACTS_ENV,
-    artifacts_root,
-    git_state,
-    utc_stamp,
-)
+from ci.replay.artifacts import ARTIFACTS_ENV, git_state, point_latest
 from ci.replay.program import crate_versions
 from ci.trust import runner
-from ci.trust.plugin import RunConfig
-from ci.trust.targets import (
-    CRATE_TARGETS,
-    TARGETS,
+from ci.trust.machine_tests import (
+    CRATE_TESTS,
+    MACHINE_TESTS,
     MachineTest,
-    UnknownTargetError,
     resolve,
 )
+from ci.trust.options import add_tests_option, checked_artifacts, run_folder
+from ci.trust.plugin import RunConfig
 
 PROG: Final[str] = "ci.soak"
 SETTINGS_CHOICES: Final[tuple[str, ...]] = ("ci", "nightly")
 SEEDS_MAX: Final[int] = 1_000_000
 JOBS_MAX: Final[int] = 64
 REPORT_FILE: Final[str] = "report.json"
-LATEST: Final[str] = "latest"
 PERCENTILE: Final[int] = 95
 EXIT_CLEAN: Final[int] = 0
 EXIT_ALARM: Final[int] = 1
@@ -93,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--first-seed", type=positive_int, default=1)
     parser.add_argument("--settings", choices=SETTINGS_CHOICES, default="ci")
     parser.add_argument("--jobs", "-j", type=positive_int, default=2)
-    parser.add_argument("--targets", default=",".join(CRATE_TARGETS))
+    add_tests_option(parser, ",".join(CRATE_TESTS))
     parser.add_argument(
         "--examples", type=positive_int, default=None, help="examples per test"
     )
@@ -104,15 +97,18 @@ def build_parser() -> argparse.ArgumentParser:
 
 SEED_MAX: Final[int] = 2**64 - 1
 """A Hypothesis seed as the runner passes it on: 64 bits."""
-TARGET_OUTCOMES: Final[tuple[str, ...]] = ("failed", "missing", "passed", "skipped")
-"""What a target's row can say: pytest's three outcomes, or that it never ran."""
+OUTCOMES: Final[tuple[str, ...]] = ("failed", "missing", "passed", "skipped")
+"""What a machine test's row can say: pytest's three outcomes, or that it never
+ran. The report keeps the keys it was first written with (old spelling, so
+that recorded reports load): a row names its machine test `target`, a seed's
+rows are `targets`, and so are the settings' tests; totals are `per_target`."""
 
 
 @dataclass(frozen=True)
-class TargetRun:
-    """One target's outcome under one seed."""
+class MachineTestRun:
+    """One machine test's outcome under one seed."""
 
-    target: str
+    target: str  # the machine test's name (old spelling, the recorded key)
     outcome: str  # passed, failed, skipped or missing
     message: str
     counterexample: bool
@@ -124,17 +120,17 @@ class TargetRun:
 
 @dataclass(frozen=True)
 class SeedRun:
-    """All targets under one seed, in one interpreter."""
+    """All machine tests under one seed, in one interpreter."""
 
     seed: int
     seconds: float
     returncode: int
-    targets: tuple[TargetRun, ...]
+    targets: tuple[MachineTestRun, ...]
 
 
 @dataclass(frozen=True)
 class Recheck:
-    """A failed (seed, target) run again with the same seed."""
+    """A failed (seed, machine test) run again with the same seed."""
 
     seed: int
     target: str
@@ -154,16 +150,16 @@ class Soak:
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
-def _target_runs(
-    run: runner.PytestRun, targets: Sequence[MachineTest]
-) -> list[TargetRun]:
+def _test_runs(
+    run: runner.PytestRun, tests: Sequence[MachineTest]
+) -> list[MachineTestRun]:
     found = []
-    for target in targets:
-        test = run.test(target.nodeid)
+    for machine_test in tests:
+        test = run.test(machine_test.nodeid)
         if test is None:
             found.append(
-                TargetRun(
-                    target=target.name,
+                MachineTestRun(
+                    target=machine_test.name,
                     outcome="missing",
                     message="did not run",
                     counterexample=False,
@@ -175,8 +171,8 @@ def _target_runs(
             )
             continue
         found.append(
-            TargetRun(
-                target=target.name,
+            MachineTestRun(
+                target=machine_test.name,
                 outcome=test.outcome,
                 message=test.message,
                 counterexample=test.counterexample,
@@ -190,28 +186,28 @@ def _target_runs(
 
 
 def run_seed(
-    seed: int, targets: Sequence[MachineTest], config: RunConfig, artifacts: Path
+    seed: int, tests: Sequence[MachineTest], config: RunConfig, artifacts: Path
 ) -> SeedRun:
-    """Run every target once under `seed` in a fresh interpreter."""
+    """Run every machine test once under `seed` in a fresh interpreter."""
     started = time.monotonic()
     run = runner.run(
-        [target.nodeid for target in targets],
+        [test.nodeid for test in tests],
         config,
         seed=seed,
         env={ARTIFACTS_ENV: str(artifacts)},
     )
     seconds = time.monotonic() - started
     return SeedRun(
-        seed, round(seconds, 3), run.returncode, tuple(_target_runs(run, targets))
+        seed, round(seconds, 3), run.returncode, tuple(_test_runs(run, tests))
     )
 
 
-def _verdict(run: TargetRun) -> str:
+def _verdict(run: MachineTestRun) -> str:
     return f"{run.outcome}: {run.message}" if run.outcome != "passed" else "passed"
 
 
-def failures(soak: Soak) -> list[tuple[int, TargetRun]]:
-    """Every (seed, target) that did not pass, in seed order."""
+def failures(soak: Soak) -> list[tuple[int, MachineTestRun]]:
+    """Every (seed, machine test) that did not pass, in seed order."""
     return [
         (seed.seed, run)
         for seed in sorted(soak.seeds, key=lambda seed: seed.seed)
@@ -241,7 +237,7 @@ def seed_row(run: SeedRun) -> dict[str, Any]:
         "seed": run.seed,
         "seconds": run.seconds,
         "returncode": run.returncode,
-        "targets": [asdict(target) for target in run.targets],
+        "targets": [asdict(test) for test in run.targets],
     }
 
 
@@ -264,28 +260,28 @@ def _seconds(row: Mapping[str, Any], key: str) -> float:
     return float(value)
 
 
-def _target_from_row(target: Mapping[str, Any]) -> TargetRun:
+def _test_from_row(row: Mapping[str, Any]) -> MachineTestRun:
     texts = ("target", "outcome", "message")
-    if not all(isinstance(target[key], str) for key in texts):
+    if not all(isinstance(row[key], str) for key in texts):
         raise ValueError(f"targets: {', '.join(texts)} must be texts")
-    if not all(isinstance(target[key], bool) for key in ("counterexample", "flaky")):
+    if not all(isinstance(row[key], bool) for key in ("counterexample", "flaky")):
         raise ValueError("targets: counterexample and flaky must be true or false")
-    replay = target["replay"]
+    replay = row["replay"]
     if not isinstance(replay, list) or not all(isinstance(r, str) for r in replay):
         raise ValueError("targets: replay must be a list of texts")
-    if target["target"] not in TARGETS:
-        raise ValueError(f"targets: unknown target {target['target']!r}")
-    if target["outcome"] not in TARGET_OUTCOMES:
-        known = ", ".join(TARGET_OUTCOMES)
-        raise ValueError(f"targets: outcome {target['outcome']!r} is none of {known}")
-    return TargetRun(
-        target=target["target"],
-        outcome=target["outcome"],
-        message=target["message"],
-        counterexample=target["counterexample"],
-        flaky=target["flaky"],
-        test_cases=_whole(target, "test_cases", 0),
-        seconds=_seconds(target, "seconds"),
+    if row["target"] not in MACHINE_TESTS:
+        raise ValueError(f"targets: unknown machine test {row['target']!r}")
+    if row["outcome"] not in OUTCOMES:
+        known = ", ".join(OUTCOMES)
+        raise ValueError(f"targets: outcome {row['outcome']!r} is none of {known}")
+    return MachineTestRun(
+        target=row["target"],
+        outcome=row["outcome"],
+        message=row["message"],
+        counterexample=row["counterexample"],
+        flaky=row["flaky"],
+        test_cases=_whole(row, "test_cases", 0),
+        seconds=_seconds(row, "seconds"),
         replay=tuple(replay),
     )
 
@@ -298,9 +294,9 @@ def seed_from_row(row: dict[str, Any]) -> SeedRun:
     """
     if not isinstance(row["targets"], list):
         raise TypeError("targets: want a list")
-    targets = tuple(_target_from_row(target) for target in row["targets"])
-    if not targets:
-        raise ValueError("targets: a seed ran at least one target")
+    tests = tuple(_test_from_row(test) for test in row["targets"])
+    if not tests:
+        raise ValueError("targets: a seed ran at least one machine test")
     seed = _whole(row, "seed", 1)
     if seed > SEED_MAX:  # Hypothesis seeds the run with a 64-bit integer
         raise ValueError(f"seed: want at most {SEED_MAX}: {seed}")
@@ -308,7 +304,7 @@ def seed_from_row(row: dict[str, Any]) -> SeedRun:
         seed,
         _seconds(row, "seconds"),
         _whole(row, "returncode", RETURNCODE_MIN),
-        targets,
+        tests,
     )
 
 
@@ -324,17 +320,17 @@ def report(soak: Soak, *, complete: bool) -> dict[str, Any]:
     alarms = failures(soak)
     flaky_rechecks = [check for check in soak.rechecks if not check.reproduced]
     flaky_reported = [run for _, run in alarms if run.flaky]
-    per_target: dict[str, dict[str, Any]] = {}
+    per_test: dict[str, dict[str, Any]] = {}
     for seed in soak.seeds:
         for run in seed.targets:
-            entry = per_target.setdefault(
+            entry = per_test.setdefault(
                 run.target, {"runs": 0, "failed": 0, "seconds": [], "test_cases": 0}
             )
             entry["runs"] += 1
             entry["failed"] += run.outcome != "passed"
             entry["seconds"].append(run.seconds)
             entry["test_cases"] += run.test_cases
-    for entry in per_target.values():
+    for entry in per_test.values():
         times = entry.pop("seconds")
         entry["seconds_mean"] = round(statistics.fmean(times), 3)
         entry["seconds_max"] = round(max(times), 3)
@@ -358,7 +354,7 @@ def report(soak: Soak, *, complete: bool) -> dict[str, Any]:
             "max": round(max(seconds), 3) if seconds else None,
         },
         "wall_seconds": round(time.monotonic() - soak.started, 1),
-        "per_target": dict(sorted(per_target.items())),
+        "per_target": dict(sorted(per_test.items())),
         "failures": [{"seed": seed, **asdict(run)} for seed, run in alarms],
         "per_seed": [seed_row(seed) for seed in sorted(soak.seeds, key=_seed_of)],
         "rechecks": [asdict(check) for check in soak.rechecks],
@@ -373,14 +369,6 @@ def write_report(folder: Path, document: dict[str, Any]) -> None:
     """Write `report.json` in `folder` whole (a failure is `WriteFailed`)."""
     text = json.dumps(document, indent=2, sort_keys=True) + "\n"
     write_results({folder / REPORT_FILE: text})
-
-
-def _point_latest(folder: Path) -> None:
-    link = folder.parent / LATEST
-    staging = folder.parent / f".{LATEST}.tmp"
-    staging.unlink(missing_ok=True)
-    staging.symlink_to(folder.name, target_is_directory=True)
-    staging.replace(link)
 
 
 def summary(document: dict[str, Any]) -> list[str]:
@@ -425,24 +413,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the soak; exit 0 clean, 1 false alarm or flaky, 2 usage."""
     try:
         arguments = build_parser().parse_args(argv)
-        targets = resolve(arguments.targets)
+        tests = resolve(arguments.tests)
         _check(arguments)
-        output_folder(arguments.artifacts or artifacts_root(), "--artifacts")
-    except (UsageError, UnknownTargetError) as error:
+        checked_artifacts(arguments)
+    except UsageError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return soak(arguments, targets)
+        return soak(arguments, tests)
     except WriteFailed as error:
         return write_failed(PROG, error)
 
 
-def soak(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> int:
+def soak(arguments: argparse.Namespace, tests: Sequence[MachineTest]) -> int:
     """Run every seed, recheck the failures, write and print the report."""
-    root = arguments.artifacts or artifacts_root()
-    folder = root / "soak" / utc_stamp()
-    folder.mkdir(parents=True)
-    _point_latest(folder)
+    folder = run_folder(arguments, "soak")
+    point_latest(folder.parent, folder)
     examples = arguments.examples or EXAMPLES[arguments.settings]
     config = RunConfig(base=f"{arguments.settings}-seeded", max_examples=examples)
     seeds = range(arguments.first_seed, arguments.first_seed + arguments.seeds)
@@ -451,7 +437,7 @@ def soak(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> int:
             "profile": f"{arguments.settings}-seeded",
             "max_examples": examples,
             "stateful_step_count": RULES_PER_PROGRAM[arguments.settings],
-            "targets": {target.name: target.nodeid for target in targets},
+            "targets": {test.name: test.nodeid for test in tests},
             "first_seed": arguments.first_seed,
             "seeds": arguments.seeds,
             "jobs": arguments.jobs,
@@ -463,7 +449,7 @@ def soak(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> int:
     stopping = threading.Event()
 
     def one(seed: int) -> None:
-        result = run_seed(seed, targets, config, artifacts)
+        result = run_seed(seed, tests, config, artifacts)
         if stopping.is_set():  # ended by the interruption: not a verdict
             return
         with state.lock:
@@ -495,7 +481,7 @@ def soak(arguments: argparse.Namespace, targets: Sequence[MachineTest]) -> int:
         return EXIT_ALARM
     pool.shutdown()
     if arguments.recheck:
-        by_name = {target.name: target for target in targets}
+        by_name = {test.name: test for test in tests}
         for seed, first in failures(state):
             again = run_seed(seed, [by_name[first.target]], config, artifacts)
             second = again.targets[0]

@@ -4,7 +4,7 @@
 
 Each DIR is a soak folder (holding `report.json`) or a `soak/` folder whose
 `latest` is taken. The pieces must have measured the same thing -- profile,
-examples per test, steps per program, targets -- and no seed twice; the merged
+examples per test, steps per program, machine tests -- and no seed twice; the merged
 report is computed from the pieces' per-seed rows by the same function as a
 single run's, lists its pieces (`merged_from`: folder, commit, seeds, complete)
 and is written to `--out` (default: a new stamped folder beside the first
@@ -53,10 +53,10 @@ from ci.inputs import (
     expect_str,
     read_json,
 )
-from ci.replay.artifacts import REPO_ROOT, utc_stamp
+from ci.replay.artifacts import LATEST, REPO_ROOT, utc_stamp
 from ci.soak import command
 from ci.soak.command import Recheck, Soak, seed_from_row
-from ci.trust.targets import TARGETS
+from ci.trust.machine_tests import MACHINE_TESTS
 
 SAME: Final[tuple[str, ...]] = (
     "profile",
@@ -95,7 +95,7 @@ def read_piece(folder: Path) -> dict[str, Any]:
     """One piece's report, from its folder or its soak folder's `latest`."""
     for candidate in (
         folder / command.REPORT_FILE,
-        folder / command.LATEST / command.REPORT_FILE,
+        folder / LATEST / command.REPORT_FILE,
     ):
         if candidate.is_file():
             try:
@@ -137,14 +137,16 @@ def _checked_piece(document: object) -> dict[str, Any]:
     expect_str(settings["profile"], "settings.profile")
     expect_int(settings["max_examples"], "settings.max_examples", 1)
     expect_int(settings["stateful_step_count"], "settings.stateful_step_count", 1)
-    targets = expect_object(
+    tests = expect_object(  # `targets`: old spelling, the recorded key
         settings["targets"], "settings.targets", frozenset(), _keys(settings["targets"])
     )
-    if not targets:
-        raise InputError("", "settings.targets", "no target: a soak runs at least one")
-    for name, nodeid in sorted(targets.items()):
-        if name not in TARGETS:
-            raise InputError("", "settings.targets", f"unknown target {name!r}")
+    if not tests:
+        raise InputError(
+            "", "settings.targets", "no machine test: a soak runs at least one"
+        )
+    for name, nodeid in sorted(tests.items()):
+        if name not in MACHINE_TESTS:
+            raise InputError("", "settings.targets", f"unknown machine test {name!r}")
         expect_str(nodeid, at("settings.targets", name))
     if "jobs" in settings:
         expect_int(settings["jobs"], "settings.jobs", 1)
@@ -353,4 +355,4 @@ def main(argv: Sequence[str]) -> int:
 
 
 def _soak_folder(folder: Path) -> Path:
-    return folder if (folder / command.LATEST).exists() else folder.parent
+    return folder if (folder / LATEST).exists() else folder.parent

@@ -3,9 +3,9 @@
     python -m ci.soak summary DIR [--out FILE]
 
 DIR is a soak folder (one run, or one that `python -m ci.soak merge` wrote).
-The summary is its report without `per_seed` (one row per seed and target,
-most of the bytes): the seeds, counterexamples, false alarms, flaky and
-vacuous runs, timings per seed and per target, the settings and the pieces
+The summary is its report without `per_seed` (one row per seed and machine
+test, most of the bytes): the seeds, counterexamples, false alarms, flaky and
+vacuous runs, timings per seed and per machine test, the settings and the pieces
 merged. The full reports are CI artifacts. The default output is
 `ci/soak/summary.json`, which `tests/test_soak_summary.py` reads.
 """
@@ -36,6 +36,7 @@ REPORT_BYTES_MAX: Final = 64 * 1024 * 1024
 """A merged soak of 1,000 seeds is under 1 MB; a larger file is not a report."""
 DROPPED: Final = ("per_seed",)
 REQUIRED: Final = ("seeds_run", "counterexamples", "false_alarms", "per_target")
+"""`per_target`: the figures per machine test (old spelling, the recorded key)."""
 PROG: Final = "python -m ci.soak summary"
 
 

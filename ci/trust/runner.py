@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ci import processes
+from ci.replay.artifacts import folder_of_replay_line, recorded_against
 from ci.trust.plugin import RUN_ENV, RunConfig
 from stateful.stats import STATS_ENV
 
@@ -79,6 +80,31 @@ class PytestRun:
     def test(self, nodeid: str) -> TestResult | None:
         """The result of `nodeid`, if it ran."""
         return next((test for test in self.tests if test.nodeid == nodeid), None)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """The artifact folder a failing run left, and its `meta.json`."""
+
+    folder: Path
+    meta: dict[str, Any]
+
+    @property
+    def canary(self) -> str | None:
+        """The canary the run was against, or None (the crate or the model)."""
+        against = recorded_against(self.meta)
+        return (
+            against.removeprefix("canary:") if against.startswith("canary:") else None
+        )
+
+
+def artifact(replay_line: str) -> Artifact | None:
+    """The artifact a `python -m ci.replay FOLDER` line names, if it has its meta."""
+    folder = REPO_ROOT / folder_of_replay_line(replay_line)
+    meta_file = folder / "meta.json"
+    if not meta_file.exists():
+        return None
+    return Artifact(folder, json.loads(meta_file.read_text(encoding="utf-8")))
 
 
 def pytest_command(

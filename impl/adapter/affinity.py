@@ -228,7 +228,7 @@ class CrateAffinity:
         return Version(sequence=_sequence_in(sequence), writer=writer)
 
     def subagent_group_affinity_id(self, parent_session_id: str) -> str:
-        """The crate's `subagent_group_affinity_id`, where the target has it."""
+        """The crate's `subagent_group_affinity_id`, where the build has it."""
         return subagent_group_affinity_id(parent_session_id)
 
     def drop_table(self) -> None:

@@ -9,7 +9,7 @@ public API alone:
   tick, as the binding's constructor does.
 * Time moves as the binding's `advance_clock` moves it: a step (no timer can
   fire) to the next 1 ms grid point when the clock is off the grid, a
-  `sleep_until` to the last grid point before the target (every timer on the
+  `sleep_until` to the last grid point before the new time (every timer on the
   way fires at its own instant, the reaper's ticks included), then the
   sub-millisecond rest; each part followed by the same 16 yields.
 * Handles are named locals, numbered as the trace numbers them: `init_1`
@@ -32,7 +32,7 @@ clock moved backwards) is a comment: Rust's ownership or Tokio's clock rules
 it out.
 
 Manual-clock tables (`with_manual_clock` / `advance_clock`) are written only
-for a target the capability probe found them in.
+for a build the capability probe found them in.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ class AffinityWriter:
         return self.test
 
     def _check_capabilities(self) -> None:
-        """Refuse, naming the step, what the target crate cannot do."""
+        """Refuse, naming the step, what the built crate cannot do."""
         crate_advances = [
             step.index for step in self.trace.steps if isinstance(step.op, CrateAdvance)
         ]
@@ -418,7 +418,7 @@ class AffinityWriter:
         )
 
     def _crate_advance(self, now_ns: int, outcome: Outcome) -> None:
-        """The crate's own `advance_clock` (a target with the manual clock)."""
+        """The crate's own `advance_clock` (a build with the manual clock)."""
         self.origin = True
         self.test.use("std::time::Duration")
         call = f"table.advance_clock(origin + {duration(now_ns)})"

@@ -24,7 +24,7 @@ def clock_moves(from_ns: int, to_ns: int) -> list[ClockMove]:
     Tokio's timers fire on a 1 ms grid from the runtime's start, and
     auto-advancing from a point off the grid overshoots. So: step (no
     auto-advance) to the next grid point if off it, sleep until the last grid
-    point at or before the target (auto-advance visits every timer on the way,
+    point at or before the new time (auto-advance visits every timer on the way,
     each at its own instant), then step the sub-millisecond rest.
     """
     moves: list[ClockMove] = []

@@ -11,7 +11,7 @@ replay table names it. Assertions name their step in their message.
 Each subject writes its own body (`ci/replay/rust/affinity.py`,
 `ci/replay/rust/queue.py`); `export` picks the writer the subject registry
 (`ci.subjects`, `rust_writer`) names. A step the
-target cannot express is an `ExportError` naming the step and what is
+build cannot express is an `ExportError` naming the step and what is
 missing, raised before anything is written: there is never partial output.
 """
 
@@ -51,7 +51,7 @@ class ExportError(Exception):
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What the target crate offers beyond the pinned crate's public API."""
+    """What the built crate offers beyond the pinned crate's public API."""
 
     crate_version: str
     manual_clock: bool  # `with_manual_clock` / `advance_clock` (capability probe)
@@ -332,7 +332,7 @@ def export_name(path: Path) -> str:
 
 
 def probed_capabilities() -> Capabilities:
-    """The built target's capabilities, from `impl.probe` (needs the binding)."""
+    """The build's capabilities, from `impl.probe` (needs the binding)."""
     try:
         from impl.adapter import CRATE_VERSION  # noqa: PLC0415 - only when asked
         from impl.probe import capabilities  # noqa: PLC0415 - idem

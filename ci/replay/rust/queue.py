@@ -76,7 +76,7 @@ LIMIT_KINDS: Final[dict[str, str]] = {
 
 def write(trace: Trace, name: str, capabilities: CapabilitiesSource) -> RustTest:
     """The queue trace as one Rust test."""
-    del capabilities  # the queue's public API is the same on every target
+    del capabilities  # the queue's public API is the same on every build
     return QueueWriter(trace, name).write()
 
 

@@ -235,7 +235,7 @@ def exportable(trace: Trace) -> bool:
 
 def write(trace: Trace, name: str, capabilities: CapabilitiesSource) -> RustTest:
     """The scheduler trace as one Rust test."""
-    del capabilities  # the scheduler's public API is the same on every target
+    del capabilities  # the scheduler's public API is the same on every build
     if not exportable(trace):
         raise ExportError(
             "scheduler traces with policy classes, strict priorities or callers "

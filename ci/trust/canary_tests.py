@@ -1,9 +1,9 @@
-"""Deliberately broken fuzz and determinism targets, as pytest tests.
+"""Deliberately broken machine tests of fuzzing and determinism.
 
-Collected only when named by node id (`ci.trust.targets`): the file is outside
-the suite's test paths and every test here is meant to fail or to be caught by
-`ci.determinism`. Each runs a machine under the loaded settings, so a trust
-command's profile (and shared database) applies.
+Collected only when named by node id (`ci.trust.machine_tests`): the file is
+outside the suite's test paths and every test here is meant to fail or to be
+caught by `ci.determinism`. Each runs a machine under the loaded settings, so a
+trust command's settings (and shared database) apply.
 """
 
 from __future__ import annotations
