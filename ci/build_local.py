@@ -549,15 +549,6 @@ def _matches(source: Path, file: Path, signature: re.Pattern[str]) -> bool:
     return signature.search(text) is not None
 
 
-def known_signature_lines(source: Path) -> list[str]:
-    """The known-signature refusals that hold for `source` (read from its text)."""
-    return [
-        f"{item}: {explained}"
-        for item, (file, signature, explained) in sorted(KNOWN_SIGNATURES.items())
-        if _matches(source, file, signature)
-    ]
-
-
 def refuse_incompatible(build: LocalBuild, result: BuildResult, log: Path) -> None:
     """Raise IncompatibleTreeError, one line per item, if rustc rejected the tree.
 
