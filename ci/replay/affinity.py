@@ -477,12 +477,6 @@ class AffinityKind(TraceKind):
 
         return CrateAffinity
 
-    def canaries(self) -> Mapping[str, Factory]:
-        """`ci.canaries.affinity.CANARIES`."""
-        from ci.canaries.affinity import CANARIES  # noqa: PLC0415 - needs the binding
-
-        return CANARIES
-
     def record(
         self,
         setup: AffinitySetup,
