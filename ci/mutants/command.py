@@ -89,6 +89,7 @@ from ci.mutants.plan import (
 from ci.mutants.report import (
     MergeError,
     merge,
+    percent,
     read_report,
     write,
 )
@@ -96,7 +97,6 @@ from ci.mutants.smoke import smoke
 from ci.mutants.summary import main as main_summary
 from ci.mutants.sweep import (
     execute,
-    percent,
     print_summary,
     shard_label,
 )

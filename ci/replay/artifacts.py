@@ -291,6 +291,22 @@ def _new_folder(test_dir: Path, stamp: str) -> Path:
     raise RuntimeError(f"{STAMP_ATTEMPTS_MAX} artifact folders named {stamp} exist")
 
 
+def _finish(test_dir: Path, folder: Path, meta: dict[str, Any]) -> Path:
+    """Write `meta.json` with the checkout's and the tools' versions; point `latest`."""
+    commit, dirty = git_state()
+    meta |= {
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "hypothesis_version": hypothesis.__version__,
+        "python_version": platform.python_version(),
+    } | crate_versions()
+    (folder / "meta.json").write_text(
+        json.dumps(meta, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    )
+    point_latest(test_dir, folder)
+    return folder
+
+
 def point_latest(test_dir: Path, folder: Path) -> None:
     """Atomically repoint `<test>/latest` at `folder` (a relative symlink)."""
     staging = test_dir / f".{LATEST}.{os.getpid()}"
@@ -410,7 +426,6 @@ def write_artifact(
     )
     (folder / "failure.txt").write_text(failure_text)
 
-    commit, dirty = git_state()
     meta = {
         "test": test,
         "machine": run.machine,
@@ -431,19 +446,11 @@ def write_artifact(
             "violated": list(failed.violated),
         },
         "profile": {"name": profile_name(profile)} | run.settings,
-        "git_commit": commit,
-        "git_dirty": dirty,
-        "hypothesis_version": hypothesis.__version__,
-        "python_version": platform.python_version(),
         "reproduce_failure": reproduction.decorator,
         "blob": reproduction.blob,
         "seed": reproduction.seed,
-    } | crate_versions()
-    (folder / "meta.json").write_text(
-        json.dumps(meta, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-    )
-    point_latest(test_dir, folder)
-    return folder
+    }
+    return _finish(test_dir, folder, meta)
 
 
 def write_artifacts(
@@ -512,7 +519,6 @@ def write_history_artifact(
     reading = typing.cast("ReplicaApply", failed.reading)
     minimal, cut = write_failure(history, folder, description, reading)
     (folder / "failure.txt").write_text(failure_text)
-    commit, dirty = git_state()
     meta = {
         "test": test,
         "subject": "affinity-history",
@@ -524,16 +530,8 @@ def write_history_artifact(
         "threads": history.threads,
         "failing_check": {"check": failed.check, "reading": reading},
         "profile": {"name": profile_name(profile)} | failed.settings,
-        "git_commit": commit,
-        "git_dirty": dirty,
-        "hypothesis_version": hypothesis.__version__,
-        "python_version": platform.python_version(),
-    } | crate_versions()
-    (folder / "meta.json").write_text(
-        json.dumps(meta, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-    )
-    point_latest(test_dir, folder)
-    return folder
+    }
+    return _finish(test_dir, folder, meta)
 
 
 # ---- the pytest plugin -------------------------------------------------------
