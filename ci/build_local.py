@@ -66,8 +66,6 @@ REPO = Path(__file__).resolve().parent.parent
 IMPL = REPO / "impl"
 SOURCE_ENV = "DYNAMO_KV_ROUTER_PATH"
 BINDING_FILE = "_native.abi3.so"
-# Files of impl/ that make up the Rust crate; the Python files stay in the tree.
-BINDING_FILES = ("Cargo.toml", "Cargo.lock", "build.rs", "rust-toolchain.toml")
 # Always on: maturin adds it from pyproject.toml for `pip install -e .`.
 BASE_FEATURES = ("pyo3/extension-module",)
 # Not part of a Python tree copy: VCS data, build outputs, caches, extensions.

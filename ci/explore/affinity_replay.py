@@ -65,7 +65,8 @@ def replay_bound(bound: Bound) -> ReplayResult:
     return replay_paths(exploration, edge_cover_paths(exploration), CrateAffinity)
 
 
-def _replay(bounds: Sequence[Bound], console: Console) -> int:
+def _replay(bounds: Sequence[Bound], args: argparse.Namespace, console: Console) -> int:
+    del args
     return replay_table(
         "Edge-covering replay: model vs dynamo-kv-router",
         ((bound.name, replay_bound(bound)) for bound in bounds),
@@ -90,7 +91,10 @@ def shrink_report(bounds: Sequence[Bound]) -> list[ShrinkQuality]:
     ]
 
 
-def _counterexamples(bounds: Sequence[Bound], out: Path, console: Console) -> int:
+def _counterexamples(
+    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
+) -> int:
+    out: Path = args.out or artifact_dir()
     survived = print_counterexamples(counterexamples(bounds), out, console)
     table = Table(title="Shortest counterexamples and Hypothesis' shrinking")
     for column in ("canary", "bound", "property", "BFS", "Hypothesis", "ratio"):
@@ -125,7 +129,10 @@ def picture(profile: str = "ci") -> tuple[str, str]:
     )
 
 
-def _picture(console: Console) -> int:
+def _picture(
+    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
+) -> int:
+    del bounds, args
     dot, svg = picture()
     files = {
         GRAPHS_DIR / f"{PICTURE_BOUND}.{suffix}": text
@@ -137,30 +144,10 @@ def _picture(console: Console) -> int:
     return 0
 
 
-def _run_replay(
-    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
-) -> int:
-    del args
-    return _replay(bounds, console)
-
-
-def _run_counterexamples(
-    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
-) -> int:
-    return _counterexamples(bounds, args.out or artifact_dir(), console)
-
-
-def _run_picture(
-    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
-) -> int:
-    del bounds, args
-    return _picture(console)
-
-
 AFFINITY_COMMANDS: dict[str, subjects.ExploreCommand] = {
-    "replay": _run_replay,
-    "counterexamples": _run_counterexamples,
-    "picture": _run_picture,
+    "replay": _replay,
+    "counterexamples": _counterexamples,
+    "picture": _picture,
 }
 """The affinity explorer's own commands: verbatim edge replay on the crate, the
 model canaries' shortest counterexamples, the picture bound."""
@@ -239,11 +226,6 @@ def write_trace(path: Path, example: Counterexample) -> Path:
     replayed with `--canary NAME` it shows where the broken model diverges.
     """
     return save(example.trace(), path)
-
-
-def replay_command(path: Path, example: Counterexample) -> str:
-    """The one line that replays `path` against the canary it was found on."""
-    return f"python -m ci.replay {path} --canary {example.canary}"
 
 
 # ---- Hypothesis' shrunk length ---------------------------------------------------
