@@ -40,11 +40,7 @@ from ci.explore.affinity_graph import Bound, Exploration, explore
 from ci.explore.affinity_picture import to_dot, to_svg
 from ci.explore.command import GRAPHS_DIR, artifact_dir, replay_table
 from ci.explore.coverage import measure
-from ci.explore.paths import (
-    ReplayFailure,
-    ReplayResult,
-    edge_cover_paths,
-)
+from ci.explore.paths import ReplayFailure, ReplayResult, edge_cover_paths
 from ci.explore.shrink import Counterexample, print_counterexamples, shortest_in
 from ci.profiles import CANARY_SETTINGS
 from ci.replay.affinity import record

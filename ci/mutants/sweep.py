@@ -37,16 +37,8 @@ from ci.build_local import (
     seed_target_dir,
     tree_environment,
 )
-from ci.mutants.cargo_mutants import (
-    MutantSet,
-    mutant_set,
-)
-from ci.mutants.judge import (
-    crate_failures,
-    judge_crate,
-    judge_pytest,
-    pytest_failures,
-)
+from ci.mutants.cargo_mutants import MutantSet, mutant_set
+from ci.mutants.judge import crate_failures, judge_crate, judge_pytest, pytest_failures
 from ci.mutants.operators import TARGET_FILES, Mutant
 from ci.mutants.plan import (
     BASELINE_RERUNS_MAX,

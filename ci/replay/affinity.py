@@ -43,9 +43,7 @@ from ci.inputs import (
     expect_str,
 )
 from ci.replay.codec import Bounds, Codec, OpCodec, outcome_codec
-from ci.replay.envelope import (
-    TraceError,
-)
+from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, Trace, TraceKind
 from model.affinity.ops import (
     OP_TYPES,

@@ -53,9 +53,7 @@ from ci.replay.codec import (
     dataclass_codec,
     outcome_codec,
 )
-from ci.replay.envelope import (
-    TraceError,
-)
+from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, TraceKind
 from model.errors import PolicyConfigError, QueueUsageError
 from model.queue.ops import (

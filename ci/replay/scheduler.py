@@ -33,9 +33,7 @@ from ci.inputs import (
     expect_str,
 )
 from ci.replay.codec import Bounds, Codec, OpCodec, dataclass_codec, outcome_codec
-from ci.replay.envelope import (
-    TraceError,
-)
+from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, TraceKind
 from model.queue.types import ClassConfig
 from model.scheduler.ops import (
@@ -50,11 +48,7 @@ from model.scheduler.ops import (
 )
 from model.scheduler.table import SchedulerState, parked_in_order
 from model.scheduler.types import SchedulerConfig
-from stateful.scheduler_subject import (
-    SchedulerHarness,
-    crate_factory,
-    model_factory,
-)
+from stateful.scheduler_subject import SchedulerHarness, crate_factory, model_factory
 
 SUBJECT: Final[str] = "scheduler"
 SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"workers"})

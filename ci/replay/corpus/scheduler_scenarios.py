@@ -28,13 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ci.cli import (
-    OneLineParser,
-    UsageError,
-    WriteFailed,
-    write_failed,
-    write_results,
-)
+from ci.cli import OneLineParser, UsageError, WriteFailed, write_failed, write_results
 from ci.replay import corpus
 from ci.replay.scheduler import KIND
 from ci.replay.trace import Trace
