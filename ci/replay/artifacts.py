@@ -167,25 +167,22 @@ def exception_notes(error: BaseException) -> list[list[str]]:
 def git_state() -> tuple[str, bool | None]:
     """The checked-out commit and whether the tree differs from it."""
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"],  # noqa: S607 - git from PATH, as a developer runs it
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=GIT_TIMEOUT_S,
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],  # noqa: S607 - idem
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=GIT_TIMEOUT_S,
-        ).stdout
+        commit = _git("rev-parse", "HEAD").strip()
+        status = _git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return _copied_git_state()
     return commit, bool(status.strip())
+
+
+def _git(*arguments: str) -> str:
+    return subprocess.run(  # noqa: S603 - fixed git subcommands
+        ["git", *arguments],  # noqa: S607 - git from PATH, as a developer runs it
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=GIT_TIMEOUT_S,
+    ).stdout
 
 
 COPIED_FROM = ".verify-copied-from.json"
