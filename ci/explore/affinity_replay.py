@@ -112,7 +112,7 @@ def picture(profile: str = "ci") -> tuple[str, str]:
     """DOT and SVG of the picture bound, edges marked covered by Hypothesis."""
     bound = bound_named(PICTURE_BOUND)
     exploration = explore(bound)
-    covered = measure(exploration, run_machine(bound.config, profile))
+    covered = measure(exploration, run_machine(bound, profile))
     note = (
         f"bound {bound.name}: {exploration.graph.number_of_nodes()} states, "
         f"{exploration.graph.number_of_edges()} edges, depth {exploration.depth}; "
