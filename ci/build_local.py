@@ -66,8 +66,6 @@ REPO = Path(__file__).resolve().parent.parent
 IMPL = REPO / "impl"
 SOURCE_ENV = "DYNAMO_KV_ROUTER_PATH"
 BINDING_FILE = "_native.abi3.so"
-# Files of impl/ that make up the Rust crate; the Python files stay in the tree.
-BINDING_FILES = ("Cargo.toml", "Cargo.lock", "build.rs", "rust-toolchain.toml")
 # Always on: maturin adds it from pyproject.toml for `pip install -e .`.
 BASE_FEATURES = ("pyo3/extension-module",)
 # Not part of a Python tree copy: VCS data, build outputs, caches, extensions.
@@ -398,7 +396,7 @@ def build_extension(
     with binding_lock(build.target_dir, build.profile):
         # The binding is one unit to cargo whichever tree it binds: start afresh.
         forget_binding(build.target_dir, build.profile)
-        completed = _maturin(command, build.binding_dir, timeout_s)
+        completed = _tool(command, build.binding_dir, timeout_s)
         if completed.returncode != 0 and is_link_failure(
             completed.stdout + completed.stderr
         ):
@@ -407,7 +405,7 @@ def build_extension(
             # an rlib whose codegen units no longer link together. That is our
             # cache, not the mutant: clean the local crates and build once more.
             clean_local_crates(build)
-            completed = _maturin(command, build.binding_dir, timeout_s)
+            completed = _tool(command, build.binding_dir, timeout_s)
     seconds = time.monotonic() - started
     output = completed.stdout + completed.stderr
     if completed.returncode != 0:
@@ -549,15 +547,6 @@ def _matches(source: Path, file: Path, signature: re.Pattern[str]) -> bool:
     return signature.search(text) is not None
 
 
-def known_signature_lines(source: Path) -> list[str]:
-    """The known-signature refusals that hold for `source` (read from its text)."""
-    return [
-        f"{item}: {explained}"
-        for item, (file, signature, explained) in sorted(KNOWN_SIGNATURES.items())
-        if _matches(source, file, signature)
-    ]
-
-
 def refuse_incompatible(build: LocalBuild, result: BuildResult, log: Path) -> None:
     """Raise IncompatibleTreeError, one line per item, if rustc rejected the tree.
 
@@ -597,18 +586,9 @@ def diagnose(build: LocalBuild, timeout_s: float = BUILD_TIMEOUT_S_DEFAULT) -> s
         "PYTHON_SYS_EXECUTABLE": sys.executable,
     }
     with binding_lock(build.target_dir, build.profile):
-        try:
-            completed = subprocess.run(  # noqa: S603 - fixed tool invocation
-                command,
-                cwd=build.binding_dir,
-                env=environment,
-                check=False,
-                capture_output=True,
-                text=True,
-                timeout=timeout_s,
-            )
-        except subprocess.TimeoutExpired as error:
-            raise BuildError(f"cargo's diagnostics exceeded {timeout_s} s") from error
+        completed = _tool(
+            command, build.binding_dir, timeout_s, "cargo's diagnostics", environment
+        )
     return completed.stdout
 
 
@@ -632,21 +612,27 @@ def clean_local_crates(build: LocalBuild) -> None:
     )
 
 
-def _maturin(
-    command: list[str], cwd: Path, timeout_s: float
+def _tool(
+    command: list[str],
+    cwd: Path,
+    timeout_s: float,
+    what: str = "maturin build",
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """Run a build tool; a `BuildError` naming `what` past `timeout_s`."""
     try:
         # cwd = the staged crate, so rustup reads its rust-toolchain.toml.
         return subprocess.run(  # noqa: S603 - fixed tool invocation
             command,
             cwd=cwd,
+            env=env,
             check=False,
             capture_output=True,
             text=True,
             timeout=timeout_s,
         )
     except subprocess.TimeoutExpired as error:
-        raise BuildError(f"maturin build exceeded {timeout_s} s") from error
+        raise BuildError(f"{what} exceeded {timeout_s} s") from error
 
 
 def replace_atomically(path: Path, data: bytes) -> None:

@@ -84,7 +84,6 @@ EXIT_PASS: Final[int] = 0
 EXIT_FAIL: Final[int] = 1
 EXIT_INFRA: Final[int] = 2
 PYTEST_FAILED: Final[int] = 1
-PYTEST_NO_TESTS: Final[int] = 5
 PYTEST_EXIT_NAMES: Final[dict[int, str]] = {
     2: "interrupted",
     3: "internal error",

@@ -39,7 +39,14 @@ if TYPE_CHECKING:
     from stateful.queue_subject import ProfileSpec
 
 
-class _PlainRotation(ModelPolicyQueue):
+class _ModelCanary(ModelPolicyQueue):
+    """A broken model, built from the spec's classes as the model is."""
+
+    def __init__(self, spec: ProfileSpec) -> None:
+        super().__init__(spec.configs)
+
+
+class _PlainRotation(_ModelCanary):
     """Serves classes in plain rotation: the next class with a candidate wins."""
 
     def pop_next(self, dispatch: Dispatch) -> QueuedItem | None:
@@ -68,7 +75,12 @@ class _PlainRotation(ModelPolicyQueue):
         return None
 
 
-class _StickyDeficit(ModelPolicyQueue):
+def plain_rotation(spec: ProfileSpec) -> PolicyQueueApi:
+    """Round robin over classes, ignoring quanta and deficits."""
+    return _PlainRotation(spec)
+
+
+class _StickyDeficit(_ModelCanary):
     """Forgets to reset a class's credit when the class runs empty."""
 
     def pop_next(self, dispatch: Dispatch) -> QueuedItem | None:
@@ -92,7 +104,7 @@ def _keep_credit(before: QueueState, after: QueueState) -> QueueState:
     return replace(after, classes=tuple(classes))
 
 
-class _EagerRecheck(ModelPolicyQueue):
+class _EagerRecheck(_ModelCanary):
     """Re-tests blocked lanes at every pop, as if recheck were public and called."""
 
     def pop_next(self, dispatch: Dispatch) -> QueuedItem | None:
@@ -103,32 +115,12 @@ class _EagerRecheck(ModelPolicyQueue):
         return super().pop_next(dispatch)
 
 
-class _NoCarry(ModelPolicyQueue):
+class _NoCarry(_ModelCanary):
     """Forgets which class was served last: leftover credit waits for its turn."""
 
     def pop_next(self, dispatch: Dispatch) -> QueuedItem | None:
         self.state = replace(self.state, carry=None)
         return super().pop_next(dispatch)
-
-
-def plain_rotation(spec: ProfileSpec) -> PolicyQueueApi:
-    """Round robin over classes, ignoring quanta and deficits."""
-    return _PlainRotation(spec.configs)
-
-
-def sticky_deficit(spec: ProfileSpec) -> PolicyQueueApi:
-    """DRR that keeps an emptied class's credit."""
-    return _StickyDeficit(spec.configs)
-
-
-def eager_recheck(spec: ProfileSpec) -> PolicyQueueApi:
-    """A queue that never remembers a blocked worker lane."""
-    return _EagerRecheck(spec.configs)
-
-
-def no_carry(spec: ProfileSpec) -> PolicyQueueApi:
-    """DRR without the carry: a served class never keeps serving on credit."""
-    return _NoCarry(spec.configs)
 
 
 # ---- wrappers around the crate -------------------------------------------------
@@ -229,13 +221,13 @@ def late_stats(spec: ProfileSpec) -> PolicyQueueApi:
 
 
 CANARIES: dict[str, Callable[[ProfileSpec], PolicyQueueApi]] = {
-    "eager_recheck": eager_recheck,
+    "eager_recheck": _EagerRecheck,
     "late_stats": late_stats,
     "lax_request_limit": lax_request_limit,
     "lifo_ties": lifo_ties,
-    "no_carry": no_carry,
+    "no_carry": _NoCarry,
     "plain_rotation": plain_rotation,
-    "sticky_deficit": sticky_deficit,
+    "sticky_deficit": _StickyDeficit,
 }
 
 CRATE_CANARIES: frozenset[str] = frozenset(

@@ -148,31 +148,11 @@ class _LeaveAtBookingIgnored(_Unchecked):
         return outcome
 
 
-def lane_never_rechecked(config: SchedulerConfig) -> SchedulerApi:
-    """A scheduler whose blocked pinned lanes are never rechecked."""
-    return _LaneNeverRechecked(config)
-
-
-def due_off_by_one(config: SchedulerConfig) -> SchedulerApi:
-    """A scheduler whose due times fall one ms late."""
-    return _DueOffByOne(config)
-
-
-def cancelled_stays_counted(config: SchedulerConfig) -> SchedulerApi:
-    """A scheduler that keeps cancelled requests in its pending counters."""
-    return _CancelledStaysCounted(config)
-
-
-def leave_at_booking_ignored(config: SchedulerConfig) -> SchedulerApi:
-    """A scheduler that never frees the booking of a caller gone at booking."""
-    return _LeaveAtBookingIgnored(config)
-
-
 CANARIES: dict[str, Callable[[SchedulerConfig], SchedulerApi]] = {
-    "cancelled_stays_counted": cancelled_stays_counted,
-    "due_off_by_one": due_off_by_one,
-    "lane_never_rechecked": lane_never_rechecked,
-    "leave_at_booking_ignored": leave_at_booking_ignored,
+    "cancelled_stays_counted": _CancelledStaysCounted,
+    "due_off_by_one": _DueOffByOne,
+    "lane_never_rechecked": _LaneNeverRechecked,
+    "leave_at_booking_ignored": _LeaveAtBookingIgnored,
 }
 
 CAUGHT_BY: dict[str, str] = {

@@ -131,11 +131,11 @@ class _RecordingMachine(AffinityMachine):
             type(self).recorded.append(MachineStep(rule_name, before, op, after))
 
 
-def run_machine(config: AffinityConfig, profile: str) -> MachineRun[AffinityState, Op]:
-    """Run the pinned, recording machine under the named Hypothesis profile."""
+def run_machine(bound: Bound, profile: str) -> MachineRun[AffinityState, Op]:
+    """Run the machine pinned to the bound's configuration under `profile`."""
     check_rule_table(AffinityMachine, RULE_OP_TYPES)
     name = f"Coverage_{profile}"
-    attributes = {"pinned_config": config}
+    attributes = {"pinned_config": bound.config}
     return run_recording(_RecordingMachine, name, profile, RULE_OP_TYPES, attributes)
 
 
@@ -204,12 +204,8 @@ def run_restricted_machine(bound: Bound, profile: str) -> MachineRun[Any, Any]:
     )
 
 
-def _run_affinity_machine(bound: Bound, profile: str) -> MachineRun[Any, Any]:
-    return run_machine(bound.config, profile)
-
-
 AFFINITY_RUNNERS: dict[str, Callable[[Bound, str], MachineRun[Any, Any]]] = {
-    "affinity": _run_affinity_machine,
+    "affinity": run_machine,
     "restricted": run_restricted_machine,
 }
 """`affinity`: the suite's machine, config pinned; `restricted`: the bound's ops."""

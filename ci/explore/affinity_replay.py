@@ -40,11 +40,7 @@ from ci.explore.affinity_graph import Bound, Exploration, explore
 from ci.explore.affinity_picture import to_dot, to_svg
 from ci.explore.command import GRAPHS_DIR, artifact_dir, replay_table
 from ci.explore.coverage import measure
-from ci.explore.paths import (
-    ReplayFailure,
-    ReplayResult,
-    edge_cover_paths,
-)
+from ci.explore.paths import ReplayFailure, ReplayResult, edge_cover_paths
 from ci.explore.shrink import Counterexample, print_counterexamples, shortest_in
 from ci.profiles import CANARY_SETTINGS
 from ci.replay.affinity import record
@@ -65,7 +61,8 @@ def replay_bound(bound: Bound) -> ReplayResult:
     return replay_paths(exploration, edge_cover_paths(exploration), CrateAffinity)
 
 
-def _replay(bounds: Sequence[Bound], console: Console) -> int:
+def _replay(bounds: Sequence[Bound], args: argparse.Namespace, console: Console) -> int:
+    del args
     return replay_table(
         "Edge-covering replay: model vs dynamo-kv-router",
         ((bound.name, replay_bound(bound)) for bound in bounds),
@@ -90,7 +87,10 @@ def shrink_report(bounds: Sequence[Bound]) -> list[ShrinkQuality]:
     ]
 
 
-def _counterexamples(bounds: Sequence[Bound], out: Path, console: Console) -> int:
+def _counterexamples(
+    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
+) -> int:
+    out: Path = args.out or artifact_dir()
     survived = print_counterexamples(counterexamples(bounds), out, console)
     table = Table(title="Shortest counterexamples and Hypothesis' shrinking")
     for column in ("canary", "bound", "property", "BFS", "Hypothesis", "ratio"):
@@ -112,7 +112,7 @@ def picture(profile: str = "ci") -> tuple[str, str]:
     """DOT and SVG of the picture bound, edges marked covered by Hypothesis."""
     bound = bound_named(PICTURE_BOUND)
     exploration = explore(bound)
-    covered = measure(exploration, run_machine(bound.config, profile))
+    covered = measure(exploration, run_machine(bound, profile))
     note = (
         f"bound {bound.name}: {exploration.graph.number_of_nodes()} states, "
         f"{exploration.graph.number_of_edges()} edges, depth {exploration.depth}; "
@@ -125,7 +125,10 @@ def picture(profile: str = "ci") -> tuple[str, str]:
     )
 
 
-def _picture(console: Console) -> int:
+def _picture(
+    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
+) -> int:
+    del bounds, args
     dot, svg = picture()
     files = {
         GRAPHS_DIR / f"{PICTURE_BOUND}.{suffix}": text
@@ -137,30 +140,10 @@ def _picture(console: Console) -> int:
     return 0
 
 
-def _run_replay(
-    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
-) -> int:
-    del args
-    return _replay(bounds, console)
-
-
-def _run_counterexamples(
-    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
-) -> int:
-    return _counterexamples(bounds, args.out or artifact_dir(), console)
-
-
-def _run_picture(
-    bounds: Sequence[Bound], args: argparse.Namespace, console: Console
-) -> int:
-    del bounds, args
-    return _picture(console)
-
-
 AFFINITY_COMMANDS: dict[str, subjects.ExploreCommand] = {
-    "replay": _run_replay,
-    "counterexamples": _run_counterexamples,
-    "picture": _run_picture,
+    "replay": _replay,
+    "counterexamples": _counterexamples,
+    "picture": _picture,
 }
 """The affinity explorer's own commands: verbatim edge replay on the crate, the
 model canaries' shortest counterexamples, the picture bound."""
@@ -239,11 +222,6 @@ def write_trace(path: Path, example: Counterexample) -> Path:
     replayed with `--canary NAME` it shows where the broken model diverges.
     """
     return save(example.trace(), path)
-
-
-def replay_command(path: Path, example: Counterexample) -> str:
-    """The one line that replays `path` against the canary it was found on."""
-    return f"python -m ci.replay {path} --canary {example.canary}"
 
 
 # ---- Hypothesis' shrunk length ---------------------------------------------------

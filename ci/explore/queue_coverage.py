@@ -92,11 +92,6 @@ QUEUE_STEP_SOURCES = frozenset({"teardown"})
 """Where the queue machine applies operations outside a rule."""
 
 
-def check_queue_rule_table() -> None:
-    """Every queue machine rule has a row in `QUEUE_RULE_OP_TYPES`, none is stale."""
-    check_rule_table(QueueMachine, QUEUE_RULE_OP_TYPES, QUEUE_STEP_SOURCES)
-
-
 def _step(rule: str, before: QueueState, op: QueueOp, after: QueueState) -> QueueStep:
     """One applied operation, in canonical form."""
     return MachineStep(
@@ -129,7 +124,7 @@ class _RecordingQueueMachine(QueueMachine):
 
 def run_queue_machine(bound: QueueBound, profile: str) -> MachineRun[Any, Any]:
     """Run the pinned, recording queue machine under the named profile."""
-    check_queue_rule_table()
+    check_rule_table(QueueMachine, QUEUE_RULE_OP_TYPES, QUEUE_STEP_SOURCES)
     return run_recording(
         _RecordingQueueMachine,
         f"QueueCoverage_{bound.name}_{profile}",

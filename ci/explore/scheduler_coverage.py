@@ -80,11 +80,6 @@ SCHEDULER_STEP_SOURCES = frozenset({"teardown"})
 """Where the scheduler machine applies operations outside a rule."""
 
 
-def check_scheduler_rule_table() -> None:
-    """Every scheduler machine rule has a row in the table, and none is stale."""
-    check_rule_table(SchedulerMachine, SCHEDULER_RULE_OP_TYPES, SCHEDULER_STEP_SOURCES)
-
-
 class _RecordingSchedulerMachine(SchedulerMachine):
     """The scheduler machine pinned to one bound's workers, recording every call."""
 
@@ -109,7 +104,7 @@ class _RecordingSchedulerMachine(SchedulerMachine):
 
 def run_scheduler_machine(bound: SchedulerBound, profile: str) -> MachineRun[Any, Any]:
     """Run the pinned, recording scheduler machine under the named profile."""
-    check_scheduler_rule_table()
+    check_rule_table(SchedulerMachine, SCHEDULER_RULE_OP_TYPES, SCHEDULER_STEP_SOURCES)
     return run_recording(
         _RecordingSchedulerMachine,
         f"SchedulerCoverage_{bound.name}_{profile}",

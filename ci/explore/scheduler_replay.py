@@ -151,21 +151,14 @@ def canary_model(name: str) -> SchedulerModel:
     return build
 
 
-def _record(
-    bound: SchedulerBound,
-    ops: Sequence[SchedulerOp],
-    description: str,
-    comments: Sequence[str],
-) -> Trace:
-    return path_trace(bound, ops, description, comments)
-
-
 def shortest_scheduler_counterexample(
     canary: str, bounds: Sequence[SchedulerBound]
 ) -> Counterexample | None:
     """The canary's shortest violation over `bounds` (None: it survived them)."""
     model = canary_model(canary)
-    return shortest_in(canary, bounds, explore, model, _record, noun="scheduler canary")
+    return shortest_in(
+        canary, bounds, explore, model, path_trace, noun="scheduler canary"
+    )
 
 
 def scheduler_counterexamples(

@@ -54,11 +54,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from ci.build_local import (
-    REPO,
-    describe_binding,
-    reinstall_pinned,
-)
+from ci.build_local import REPO, describe_binding, reinstall_pinned
 from ci.cli import (
     OneLineParser,
     UsageError,
@@ -70,11 +66,7 @@ from ci.cli import (
     separate,
     write_failed,
 )
-from ci.mutants.cargo_mutants import (
-    ToolMissingError,
-    mutant_set,
-    tool_version,
-)
+from ci.mutants.cargo_mutants import ToolMissingError, mutant_set, tool_version
 from ci.mutants.operators import TARGET_FILES
 from ci.mutants.plan import (
     CARGO_PROFILES,
@@ -86,20 +78,10 @@ from ci.mutants.plan import (
     prepare_crate_tree,
     work_lock,
 )
-from ci.mutants.report import (
-    MergeError,
-    merge,
-    read_report,
-    write,
-)
+from ci.mutants.report import MergeError, merge, percent, read_report, write
 from ci.mutants.smoke import smoke
 from ci.mutants.summary import main as main_summary
-from ci.mutants.sweep import (
-    execute,
-    percent,
-    print_summary,
-    shard_label,
-)
+from ci.mutants.sweep import execute, print_summary, shard_label
 from ci.target_dir import default_work_dir
 
 console = Console(highlight=False)

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ci.mutants.report import (
-    Verdict,
-)
+from ci.mutants.report import Verdict
 from ci.processes import ProcessResult
 
 DETAIL_CHARS_MAX = 200

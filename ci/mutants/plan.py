@@ -17,15 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci import subjects
-from ci.build_local import (
-    IMPL,
-    pinned_source,
-    write_if_changed,
-)
+from ci.build_local import IMPL, pinned_source, write_if_changed
 from ci.mutants.operators import Mutant
-from ci.mutants.report import (
-    partition,
-)
+from ci.mutants.report import partition
 
 AFFINITY_RS = "src/services/selection/affinity.rs"  # the smoke test's file
 # `-p ci.mutants.noshrink`: report the first failing example unshrunk (see that module).

@@ -512,7 +512,8 @@ def _merged(
 # --- Markdown ------------------------------------------------------------------
 
 
-def _percent(rate: float | None) -> str:
+def percent(rate: float | None) -> str:
+    """A rate as a whole percentage, or `n/a` when it has no denominator."""
     return "n/a" if rate is None else f"{100 * rate:.0f} %"
 
 
@@ -529,7 +530,7 @@ def _rates(t: dict[str, Any], label: str) -> list[str]:
         _row(
             f"{label}: kill rate over {t['viable']} viable",
             *(
-                f"{_percent(t[s]['kill_rate'])} ({t[s]['outcomes'].get('caught', 0)})"
+                f"{percent(t[s]['kill_rate'])} ({t[s]['outcomes'].get('caught', 0)})"
                 for s in SIDES
             ),
         )
@@ -568,7 +569,7 @@ def markdown(data: dict[str, Any], title: str) -> str:
         ],
         _row(
             "caught or timed out",
-            *(_percent(t[s]["stop_rate"]) for s in SIDES),
+            *(percent(t[s]["stop_rate"]) for s in SIDES),
         ),
     ]
     for outcome in OUTCOMES:

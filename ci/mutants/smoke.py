@@ -21,9 +21,7 @@ from ci.build_local import (
     install_binding,
     tree_environment,
 )
-from ci.mutants.judge import (
-    judge_pytest,
-)
+from ci.mutants.judge import judge_pytest
 from ci.mutants.operators import Mutant
 from ci.mutants.plan import (
     AFFINITY_RS,
@@ -35,9 +33,7 @@ from ci.mutants.plan import (
     restore_file,
     work_lock,
 )
-from ci.mutants.report import (
-    Verdict,
-)
+from ci.mutants.report import Verdict
 from ci.processes import run_process
 from ci.target_dir import shared_target_dir
 

@@ -37,16 +37,8 @@ from ci.build_local import (
     seed_target_dir,
     tree_environment,
 )
-from ci.mutants.cargo_mutants import (
-    MutantSet,
-    mutant_set,
-)
-from ci.mutants.judge import (
-    crate_failures,
-    judge_crate,
-    judge_pytest,
-    pytest_failures,
-)
+from ci.mutants.cargo_mutants import MutantSet, mutant_set
+from ci.mutants.judge import crate_failures, judge_crate, judge_pytest, pytest_failures
 from ci.mutants.operators import TARGET_FILES, Mutant
 from ci.mutants.plan import (
     BASELINE_RERUNS_MAX,
@@ -71,6 +63,7 @@ from ci.mutants.report import (
     MutantRecord,
     Verdict,
     per_file,
+    percent,
     read_report,
     record_from_json,
     survivors,
@@ -662,8 +655,3 @@ def print_summary(run: Run) -> None:
     for mutant_id in survivors(run.records, "ours"):
         console.print(f"survivor of ours: {mutant_id}")
     console.print(f"report: {run.out / 'report.md'}")
-
-
-def percent(rate: float | None) -> str:
-    """A rate as a whole percentage, or `n/a` when it has no denominator."""
-    return "n/a" if rate is None else f"{100 * rate:.0f} %"

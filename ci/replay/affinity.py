@@ -43,9 +43,7 @@ from ci.inputs import (
     expect_str,
 )
 from ci.replay.codec import Bounds, Codec, OpCodec, outcome_codec
-from ci.replay.envelope import (
-    TraceError,
-)
+from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, Trace, TraceKind
 from model.affinity.ops import (
     OP_TYPES,
@@ -476,12 +474,6 @@ class AffinityKind(TraceKind):
         from impl.adapter import CrateAffinity  # noqa: PLC0415 - only when asked
 
         return CrateAffinity
-
-    def canaries(self) -> Mapping[str, Factory]:
-        """`ci.canaries.affinity.CANARIES`."""
-        from ci.canaries.affinity import CANARIES  # noqa: PLC0415 - needs the binding
-
-        return CANARIES
 
     def record(
         self,

@@ -167,25 +167,22 @@ def exception_notes(error: BaseException) -> list[list[str]]:
 def git_state() -> tuple[str, bool | None]:
     """The checked-out commit and whether the tree differs from it."""
     try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"],  # noqa: S607 - git from PATH, as a developer runs it
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=GIT_TIMEOUT_S,
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"],  # noqa: S607 - idem
-            cwd=REPO_ROOT,
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=GIT_TIMEOUT_S,
-        ).stdout
+        commit = _git("rev-parse", "HEAD").strip()
+        status = _git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return _copied_git_state()
     return commit, bool(status.strip())
+
+
+def _git(*arguments: str) -> str:
+    return subprocess.run(  # noqa: S603 - fixed git subcommands
+        ["git", *arguments],  # noqa: S607 - git from PATH, as a developer runs it
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=GIT_TIMEOUT_S,
+    ).stdout
 
 
 COPIED_FROM = ".verify-copied-from.json"
@@ -289,6 +286,22 @@ def _new_folder(test_dir: Path, stamp: str) -> Path:
             continue
         return folder
     raise RuntimeError(f"{STAMP_ATTEMPTS_MAX} artifact folders named {stamp} exist")
+
+
+def _finish(test_dir: Path, folder: Path, meta: dict[str, Any]) -> Path:
+    """Write `meta.json` with the checkout's and the tools' versions; point `latest`."""
+    commit, dirty = git_state()
+    meta |= {
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "hypothesis_version": hypothesis.__version__,
+        "python_version": platform.python_version(),
+    } | crate_versions()
+    (folder / "meta.json").write_text(
+        json.dumps(meta, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
+    )
+    point_latest(test_dir, folder)
+    return folder
 
 
 def point_latest(test_dir: Path, folder: Path) -> None:
@@ -410,7 +423,6 @@ def write_artifact(
     )
     (folder / "failure.txt").write_text(failure_text)
 
-    commit, dirty = git_state()
     meta = {
         "test": test,
         "machine": run.machine,
@@ -431,19 +443,11 @@ def write_artifact(
             "violated": list(failed.violated),
         },
         "profile": {"name": profile_name(profile)} | run.settings,
-        "git_commit": commit,
-        "git_dirty": dirty,
-        "hypothesis_version": hypothesis.__version__,
-        "python_version": platform.python_version(),
         "reproduce_failure": reproduction.decorator,
         "blob": reproduction.blob,
         "seed": reproduction.seed,
-    } | crate_versions()
-    (folder / "meta.json").write_text(
-        json.dumps(meta, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-    )
-    point_latest(test_dir, folder)
-    return folder
+    }
+    return _finish(test_dir, folder, meta)
 
 
 def write_artifacts(
@@ -512,7 +516,6 @@ def write_history_artifact(
     reading = typing.cast("ReplicaApply", failed.reading)
     minimal, cut = write_failure(history, folder, description, reading)
     (folder / "failure.txt").write_text(failure_text)
-    commit, dirty = git_state()
     meta = {
         "test": test,
         "subject": "affinity-history",
@@ -524,16 +527,8 @@ def write_history_artifact(
         "threads": history.threads,
         "failing_check": {"check": failed.check, "reading": reading},
         "profile": {"name": profile_name(profile)} | failed.settings,
-        "git_commit": commit,
-        "git_dirty": dirty,
-        "hypothesis_version": hypothesis.__version__,
-        "python_version": platform.python_version(),
-    } | crate_versions()
-    (folder / "meta.json").write_text(
-        json.dumps(meta, sort_keys=True, indent=2, ensure_ascii=False) + "\n"
-    )
-    point_latest(test_dir, folder)
-    return folder
+    }
+    return _finish(test_dir, folder, meta)
 
 
 # ---- the pytest plugin -------------------------------------------------------

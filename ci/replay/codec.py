@@ -34,9 +34,7 @@ from ci.inputs import (
     expect_str,
     type_name,
 )
-from ci.replay.envelope import (
-    TraceError,
-)
+from ci.replay.envelope import TraceError
 
 Decoder = Callable[[object, str], Any]
 Encoder = Callable[[Any], Any]

@@ -55,12 +55,7 @@ from ci.cli import (
 from ci.inputs import InputError
 from ci.replay import history
 from ci.replay.envelope import crate_version, trace_path
-from ci.replay.rust.emit import (
-    ExportError,
-    export,
-    export_name,
-    probed_capabilities,
-)
+from ci.replay.rust.emit import ExportError, export, export_name, probed_capabilities
 from ci.replay.trace import Factory, Trace, TraceKind, load
 from model.errors import (
     AffinityError,

@@ -31,7 +31,6 @@ Each step:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -54,9 +53,7 @@ from ci.replay.codec import (
     dataclass_codec,
     outcome_codec,
 )
-from ci.replay.envelope import (
-    TraceError,
-)
+from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, TraceKind
 from model.errors import PolicyConfigError, QueueUsageError
 from model.queue.ops import (
@@ -381,6 +378,8 @@ class QueueKind(TraceKind):
     ops = OPS
     outcomes = OUTCOMES
     projections = (encode_projection, decode_projection)
+    show_op = staticmethod(show_op)
+    show_value = staticmethod(show_value)
 
     def encode_setup(self, setup: ProfileSpec) -> dict[str, Any]:
         """`profile`."""
@@ -397,12 +396,6 @@ class QueueKind(TraceKind):
     def harness(self, setup: ProfileSpec, factory: Factory) -> QueueHarness:
         """A `QueueHarness` over the profile."""
         return QueueHarness(setup, factory)
-
-    def setup_from(self, subject: Any, config: Any) -> ProfileSpec:
-        """The profile a `QueueHarness` was built from."""
-        del subject
-        spec: ProfileSpec = config
-        return spec
 
     def describe(self, setup: ProfileSpec) -> str:
         """Each class's name, policy, quantum and limits; where the YAML came from."""
@@ -422,14 +415,6 @@ class QueueKind(TraceKind):
         )
         return f"classes: {classes}; profile from {source}"
 
-    def show_op(self, op: Any) -> str:
-        """`show_op`."""
-        return show_op(op)
-
-    def show_value(self, value: Any) -> str:
-        """`show_value`."""
-        return show_value(value)
-
     def model_factory(self) -> Factory:
         """A second `ModelPolicyQueue`."""
         return model_factory
@@ -439,12 +424,6 @@ class QueueKind(TraceKind):
         import impl.adapter  # noqa: F401, PLC0415 - fail here when unbuilt
 
         return crate_factory
-
-    def canaries(self) -> Mapping[str, Factory]:
-        """`ci.canaries.queue.CANARIES`."""
-        from ci.canaries.queue import CANARIES  # noqa: PLC0415 - only when asked
-
-        return CANARIES
 
 
 KIND: Final[QueueKind] = QueueKind()

@@ -33,22 +33,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from ci.inputs import (
-    expect_bool,
-    expect_int,
-    expect_list,
-    expect_object,
-    expect_str,
-)
-from ci.replay.affinity import (
-    KIND as AFFINITY_KIND,
-)
-from ci.replay.affinity import (
-    OPS as AFFINITY_OPS,
-)
-from ci.replay.affinity import (
-    OUTCOMES as AFFINITY_OUTCOMES,
-)
+from ci.inputs import expect_bool, expect_int, expect_list, expect_object, expect_str
+from ci.replay.affinity import KIND as AFFINITY_KIND
+from ci.replay.affinity import OPS as AFFINITY_OPS
+from ci.replay.affinity import OUTCOMES as AFFINITY_OUTCOMES
 from ci.replay.affinity import (
     AffinitySetup,
     Projection,
@@ -63,27 +51,15 @@ from ci.replay.affinity import (
     encode_version,
     project,
 )
-from ci.replay.affinity import (
-    created_handle as table_created_handle,
-)
-from ci.replay.affinity import (
-    used_handle as table_used_handle,
-)
+from ci.replay.affinity import created_handle as table_created_handle
+from ci.replay.affinity import used_handle as table_used_handle
 from ci.replay.codec import Codec, OpCodec
-from ci.replay.envelope import (
-    TraceError,
-)
+from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, Trace, TraceKind
 from model.affinity.ops import Abort, Commit, Invalidate, Outcome, PollWaiter, Release
 from model.affinity.table import ModelAffinity
 from model.replica.network import REPLICAS_MAX, LinkState, Message
-from model.replica.ops import (
-    NETWORK_OP_TYPES,
-    Call,
-    Local,
-    NetworkOp,
-    NetworkOutcome,
-)
+from model.replica.ops import NETWORK_OP_TYPES, Call, Local, NetworkOp, NetworkOutcome
 from stateful.replica_subject import NetworkModel, ReplicaNetworkHarness, ReplicaSetup
 
 SUBJECT: Final[str] = "replica"

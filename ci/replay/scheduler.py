@@ -33,9 +33,7 @@ from ci.inputs import (
     expect_str,
 )
 from ci.replay.codec import Bounds, Codec, OpCodec, dataclass_codec, outcome_codec
-from ci.replay.envelope import (
-    TraceError,
-)
+from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, TraceKind
 from model.queue.types import ClassConfig
 from model.scheduler.ops import (
@@ -50,11 +48,7 @@ from model.scheduler.ops import (
 )
 from model.scheduler.table import SchedulerState, parked_in_order
 from model.scheduler.types import SchedulerConfig
-from stateful.scheduler_subject import (
-    SchedulerHarness,
-    crate_factory,
-    model_factory,
-)
+from stateful.scheduler_subject import SchedulerHarness, crate_factory, model_factory
 
 SUBJECT: Final[str] = "scheduler"
 SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"workers"})
@@ -266,6 +260,7 @@ class SchedulerKind(TraceKind):
     ops = OPS
     outcomes = OUTCOMES
     projections = (encode_projection, decode_projection)
+    show_op = staticmethod(show_op)
 
     def encode_setup(self, setup: SchedulerConfig) -> dict[str, Any]:
         """`workers`."""
@@ -287,12 +282,6 @@ class SchedulerKind(TraceKind):
         """A `SchedulerHarness` over the workers."""
         return SchedulerHarness(setup, factory)
 
-    def setup_from(self, subject: Any, config: Any) -> SchedulerConfig:
-        """The config a `SchedulerHarness` was built from."""
-        del subject
-        setup: SchedulerConfig = config
-        return setup
-
     def describe(self, setup: SchedulerConfig) -> str:
         """The workers and their capacities."""
         workers = ", ".join(
@@ -300,10 +289,6 @@ class SchedulerKind(TraceKind):
             for index, tokens in enumerate(setup.capacities_tokens)
         )
         return f"workers {workers}; busy above capacity"
-
-    def show_op(self, op: Any) -> str:
-        """`show_op`."""
-        return show_op(op)
 
     def model_factory(self) -> Factory:
         """A second `ModelScheduler`."""
@@ -314,12 +299,6 @@ class SchedulerKind(TraceKind):
         import impl.adapter  # noqa: F401, PLC0415 - fail here when unbuilt
 
         return crate_factory
-
-    def canaries(self) -> Mapping[str, Factory]:
-        """`ci.canaries.scheduler.CANARIES`."""
-        from ci.canaries.scheduler import CANARIES  # noqa: PLC0415 - only when asked
-
-        return CANARIES
 
 
 KIND: Final[SchedulerKind] = SchedulerKind()

@@ -121,9 +121,10 @@ class TraceKind(ABC):
     def harness(self, setup: Any, factory: Factory) -> Harness[Any, Any]:
         """A harness over `setup` against the system `factory` builds."""
 
-    @abstractmethod
     def setup_from(self, subject: Any, config: Any) -> Any:
-        """The setup of a harness over `subject` built with `config`."""
+        """The setup of a harness over `subject` built with `config` (default: it)."""
+        del subject
+        return config
 
     def setup_of(self, harness: Harness[Any, Any]) -> Any:
         """The setup a harness was built with."""
@@ -141,9 +142,9 @@ class TraceKind(ABC):
     def crate_factory(self) -> Factory:
         """The crate's adapter (raises ImportError when the binding is not built)."""
 
-    @abstractmethod
     def canaries(self) -> Mapping[str, Factory]:
-        """Deliberately broken systems, by name."""
+        """Deliberately broken systems, by name (the registry's canary module)."""
+        return subjects.entry(self.subject).canary_factories()
 
     def show_op(self, op: Any) -> str:
         """An operation in a replay table cell."""

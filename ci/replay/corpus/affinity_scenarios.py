@@ -75,17 +75,22 @@ class Do:
 
 @dataclass(frozen=True)
 class Scenario:
-    """A corpus trace: where it comes from, its table and its steps."""
+    """A corpus trace: where it comes from, its steps, its table and its ids."""
 
     name: str
     description: str
-    config: AffinityConfig
-    session_pool: tuple[str, ...]
     steps: tuple[Do, ...]
+    config: AffinityConfig = TTL_10_S
+    session_pool: tuple[str, ...] = ("s",)
 
 
 def _t(worker: int, rank: int | None = None) -> Target:
     return Target(worker, rank)
+
+
+def _pub(worker: int, version: Version) -> tuple[Published]:
+    """What the replica sink receives: session "s" bound to `worker` at `version`."""
+    return (Published("s", _t(worker), version),)
 
 
 def _expires_at(
@@ -109,8 +114,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "use keeps the binding past TTL + 1 s; the commit keeps the count at "
             "1; after the last release the binding is gone TTL + 1 s later."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(Acquire("s"), returns=Initialize(1), entries=1),
             Do(
@@ -142,7 +145,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "the binding is alive 2 s later, gone after another TTL, and the next "
             "acquisition initializes again."
         ),
-        config=TTL_10_S,
         session_pool=("missing", "s"),
         steps=(
             Do(Acquire("s"), returns=Initialize(1)),
@@ -176,8 +178,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "until its release plus TTL; a new initialization can then bind "
             "another worker."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(Acquire("s"), returns=Initialize(1)),
             Do(Join("s", _t(1)), returns=2, leases={"s": 2}),
@@ -198,8 +198,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "initializer's commit to (2, rank 1) fails; the binding is unchanged "
             "and the reserved use is released."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(Acquire("s"), returns=Initialize(1)),
             Do(Join("s", _t(2, 0)), returns=2),
@@ -215,7 +213,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "3 and stays worker-only; the count is 2, then 0."
         ),
         config=AffinityConfig(ttl_ns=10 * S, mode=Mode.SOFT),
-        session_pool=("s",),
         steps=(
             Do(Acquire("s"), returns=Initialize(1)),
             Do(Join("s", _t(2)), returns=2),
@@ -233,8 +230,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "lease survives 2 x TTL; released at 2 x TTL the binding is present "
             "at 3 x TTL - 1 ns and gone at 3 x TTL; moving the clock back fails."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(Acquire("s"), returns=Initialize(1)),
             Do(Acquire("s"), returns=Wait(2)),
@@ -254,7 +249,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "lease's release at 5 s starts the idle TTL in virtual time: present "
             "at 15 s - 1 ns, gone at 15 s."
         ),
-        config=TTL_10_S,
         session_pool=("a", "b"),
         steps=(
             Do(Acquire("a"), returns=Initialize(1)),
@@ -280,8 +274,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "releasing or invalidating the old leases leaves the new binding "
             "alone."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(Acquire("s"), returns=Initialize(1)),
             Do(Commit(1, _t(1)), returns=2),
@@ -305,7 +297,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "worker-only; pinning it to a rank is refused."
         ),
         config=AffinityConfig(ttl_ns=10 * S, mode=Mode.SOFT),
-        session_pool=("s",),
         steps=(
             Do(Acquire("s"), returns=Initialize(1)),
             Do(Commit(1, _t(7)), returns=2),
@@ -323,8 +314,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "SPEC B.16 walkthrough: A initializes, B waits; dropping A's hold "
             "wakes B, the session is unbound and the entry count is back to 0."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(Acquire("s"), returns=Initialize(1), entries=1),
             Do(Acquire("s"), returns=Wait(2)),
@@ -342,8 +331,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "t0 + 50 s; moving back to t0 fails; the next acquisition "
             "initializes again."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(Acquire("s"), returns=Initialize(1)),
             Do(Commit(1, _t(1)), returns=2),
@@ -366,8 +353,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "later release of an older lease does not disturb the binding made "
             "afterwards."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(Acquire("s"), returns=Initialize(1)),
             Do(Commit(1, _t(1)), returns=2, comment="the older lease"),
@@ -416,8 +401,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "13 s - 1 ns, gone at 13 s, collected by the 20 s reaper tick, and "
             "the session initializes afresh."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(Acquire("s"), returns=Initialize(1)),
             Do(Join("s", _t(1, 0)), returns=2, leases={"s": 2}),
@@ -439,16 +422,10 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "neither refreshes the deadline (it stays 15 s, not 18 s) nor "
             "publishes."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(EnableReplication(1), returns=True),
             Do(Acquire("s"), returns=Initialize(1)),
-            Do(
-                Commit(1, _t(1)),
-                returns=2,
-                published=(Published("s", _t(1), Version(1, 1)),),
-            ),
+            Do(Commit(1, _t(1)), returns=2, published=_pub(1, Version(1, 1))),
             Do(Advance(5 * S), returns=None),
             Do(
                 ApplyReplica("s", _t(1), Version(10, 2)),
@@ -475,8 +452,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "drops the count, keeps worker 2 and the 15 s deadline, and "
             "publishes nothing."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(EnableReplication(1), returns=True),
             Do(Acquire("s"), returns=Initialize(1)),
@@ -503,20 +478,15 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "not a version of the local writer."
         ),
         config=AffinityConfig(ttl_ns=10 * S, mode=Mode.SOFT),
-        session_pool=("s",),
         steps=(
             Do(EnableReplication(1), returns=True),
             Do(Acquire("s"), returns=Initialize(1)),
-            Do(
-                Commit(1, _t(7)),
-                returns=2,
-                published=(Published("s", _t(7), Version(1, 1)),),
-            ),
+            Do(Commit(1, _t(7)), returns=2, published=_pub(7, Version(1, 1))),
             Do(Acquire("s"), returns=Bound(3, _t(7))),
             Do(
                 Commit(3, _t(7, 0)),
                 returns=4,
-                published=(Published("s", _t(7), Version(1, 1)),),
+                published=_pub(7, Version(1, 1)),
                 comment="same worker with a rank: scope and version kept",
             ),
             Do(Query("s"), returns=_t(7)),
@@ -528,7 +498,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             Do(
                 Commit(5, _t(7, 0)),
                 returns=6,
-                published=(Published("s", _t(7), Version(20, 2)),),
+                published=_pub(7, Version(20, 2)),
                 comment="the stored replica version is republished",
             ),
             Do(Release(2), returns=None, leases={"s": 2}, published=()),
@@ -537,7 +507,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
                 Release(6),
                 returns=None,
                 leases={"s": 0},
-                published=(Published("s", _t(7), Version(20, 2)),),
+                published=_pub(7, Version(20, 2)),
             ),
         ),
     ),
@@ -549,8 +519,6 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "beyond u64 are refused before anything changes; the binding released "
             "at t0 then expires exactly at t0 + TTL."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(Acquire("s"), returns=Initialize(1)),
             Do(Commit(1, _t(1)), returns=2),
@@ -573,16 +541,10 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             "a release of such a lease publishes nothing (914-916). A replica "
             "that missed the newer update installs the superseded binding."
         ),
-        config=TTL_10_S,
-        session_pool=("s",),
         steps=(
             Do(EnableReplication(1), returns=True),
             Do(Acquire("s"), returns=Initialize(1)),
-            Do(
-                Commit(1, _t(1)),
-                returns=2,
-                published=(Published("s", _t(1), Version(1, 1)),),
-            ),
+            Do(Commit(1, _t(1)), returns=2, published=_pub(1, Version(1, 1))),
             Do(Acquire("s"), returns=Bound(3, _t(1)), leases={"s": 2}),
             Do(
                 ApplyReplica("s", _t(2), Version(1, 2)),
@@ -592,7 +554,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             ),
             Do(
                 Commit(3, _t(1)),
-                published=(Published("s", _t(1), Version(1, 1)),),
+                published=_pub(1, Version(1, 1)),
                 comment="publishes the superseded binding",
             ),
             Do(Query("s"), returns=_t(2), comment="the table itself routes to 2"),
@@ -621,7 +583,7 @@ SCENARIOS: Final[tuple[Scenario, ...]] = (
             Do(
                 Commit(1, _t(1)),
                 returns=2,
-                published=(Published("s", _t(1), Version(6, 2)),),
+                published=_pub(1, Version(6, 2)),
                 comment="local versions moved past the observed sequence 5",
             ),
             Do(Release(2), returns=None, leases={"s": 0}),

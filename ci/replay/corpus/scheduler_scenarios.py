@@ -28,16 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from ci.cli import (
-    OneLineParser,
-    UsageError,
-    WriteFailed,
-    write_failed,
-    write_results,
-)
+from ci.cli import OneLineParser, UsageError, WriteFailed, write_failed, write_results
 from ci.replay import corpus
 from ci.replay.scheduler import KIND
-from ci.replay.trace import Trace, load
+from ci.replay.trace import Trace
 from model.scheduler.ops import (
     Advance,
     Cancel,
@@ -240,11 +234,6 @@ def stale_files(directory: Path = DIRECTORY) -> list[Path]:
 def files(directory: Path = DIRECTORY) -> list[Path]:
     """Every scheduler corpus trace, sorted."""
     return sorted(directory.glob("*.json"))
-
-
-def canary_traces(directory: Path = DIRECTORY) -> list[Trace]:
-    """The minimized canary catches on disk."""
-    return [load(path) for path in files(directory) if path.stem.startswith("canary_")]
 
 
 def catch_canaries(
