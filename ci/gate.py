@@ -396,7 +396,7 @@ def _shrinks(records: list[dict[str, Any]]) -> Table:
 
 def _coverage(records: list[dict[str, Any]]) -> Table:
     table = Table(title="exact coverage of bounded graphs (ci.explore)")
-    for column in ("subject", "bound", "machine", "profile", "states", "edges"):
+    for column in ("subject", "bound", "machine", "settings", "states", "edges"):
         table.add_column(column)
     for record in records:
         cells = [

@@ -165,7 +165,7 @@ def test_the_meta_records_versions_profile_commit_blob_and_check(
     assert meta["failing_check"]["rule"] in RELEASING_RULES
     assert meta["shrunk_steps"] == meta["failing_check"]["step"]
     assert 40 == len(meta["git_commit"])
-    assert CANARY_SETTINGS.max_examples == meta["profile"]["max_examples"]
+    assert CANARY_SETTINGS.max_examples == meta["settings"]["max_examples"]
     assert replay_command(folder, "canary:forgetful_release") == meta["replay"]
     assert meta["replay"].endswith(" --canary forgetful_release")
 
@@ -336,7 +336,7 @@ def test_a_failing_machine_test_under_pytest_leaves_an_artifact_and_a_line(
     minimal = latest.resolve() / "minimal.json"
     assert f"python -m ci.replay {minimal} --canary forgetful_release" == replay_line
     assert f"# as a Rust test: {latest.resolve() / 'repro.rs'}" == repro_line
-    assert "ci" == json.loads((latest / "meta.json").read_text())["profile"]["name"]
+    assert "ci" == json.loads((latest / "meta.json").read_text())["settings"]["name"]
 
 
 def test_a_failure_outside_a_step_names_the_exception_as_the_check(

@@ -12,8 +12,8 @@ this pytest plugin (loaded with `-p ci.replay.artifacts`) writes
                         rule, as a script that reruns it against the build it
                         names (`ci/replay/program.py`)
         failure.txt     the whole failure: message, notes, traceback, captured output
-        meta.json       test, machine, system under test, failing check, profile
-                        and its settings, git commit, Hypothesis, crate and Python
+        meta.json       test, machine, what it ran against, failing check, the
+                        Hypothesis settings, git commit, Hypothesis, crate and Python
                         versions, the `@reproduce_failure` blob and the seed if any
     <root>/<test>/latest -> <utc-stamp>
 
@@ -442,7 +442,7 @@ def write_artifact(
             "difference": failed.difference,
             "violated": list(failed.violated),
         },
-        "profile": {"name": profile_name(profile)} | run.settings,
+        "settings": {"name": profile_name(profile)} | run.settings,
         "reproduce_failure": reproduction.decorator,
         "blob": reproduction.blob,
         "seed": reproduction.seed,
@@ -526,7 +526,7 @@ def write_history_artifact(
         "minimal_steps": len(cut.events),
         "threads": history.threads,
         "failing_check": {"check": failed.check, "reading": reading},
-        "profile": {"name": profile_name(profile)} | failed.settings,
+        "settings": {"name": profile_name(profile)} | failed.settings,
     }
     return _finish(test_dir, folder, meta)
 
