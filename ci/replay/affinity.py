@@ -427,6 +427,8 @@ class AffinityKind(TraceKind):
     ops = OPS
     outcomes = OUTCOMES
     projections = (encode_projection, decode_projection)
+    model = ModelAffinity
+    crate = ("impl.adapter", "CrateAffinity")
 
     def encode_setup(self, setup: AffinitySetup) -> dict[str, Any]:
         """`config` and `session_pool`."""
@@ -464,16 +466,6 @@ class AffinityKind(TraceKind):
             f"max_session_id_bytes={config.max_session_id_bytes} "
             f"reaping={config.reaping}; sessions {sessions}"
         )
-
-    def model_factory(self) -> Factory:
-        """`ModelAffinity`."""
-        return ModelAffinity
-
-    def crate_factory(self) -> Factory:
-        """`impl.adapter.CrateAffinity`."""
-        from impl.adapter import CrateAffinity  # noqa: PLC0415 - only when asked
-
-        return CrateAffinity
 
     def record(
         self,

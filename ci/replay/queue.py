@@ -77,12 +77,7 @@ from model.queue.types import (
     Rejection,
     Worker,
 )
-from stateful.queue_subject import (
-    ProfileSpec,
-    QueueHarness,
-    crate_factory,
-    model_factory,
-)
+from stateful.queue_subject import ProfileSpec, QueueHarness, model_factory
 
 SUBJECT: Final[str] = "queue"
 SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"profile"})
@@ -378,6 +373,8 @@ class QueueKind(TraceKind):
     ops = OPS
     outcomes = OUTCOMES
     projections = (encode_projection, decode_projection)
+    model = staticmethod(model_factory)
+    crate = ("stateful.queue_subject", "crate_factory")
     show_op = staticmethod(show_op)
     show_value = staticmethod(show_value)
 
@@ -414,16 +411,6 @@ class QueueKind(TraceKind):
             else f"YAML, model {setup.model_name!r}, fallback {setup.fallback_policy}"
         )
         return f"classes: {classes}; profile from {source}"
-
-    def model_factory(self) -> Factory:
-        """A second `ModelPolicyQueue`."""
-        return model_factory
-
-    def crate_factory(self) -> Factory:
-        """The crate's queue (imports the binding)."""
-        import impl.adapter  # noqa: F401, PLC0415 - fail here when unbuilt
-
-        return crate_factory
 
 
 KIND: Final[QueueKind] = QueueKind()

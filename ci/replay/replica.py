@@ -271,6 +271,8 @@ class ReplicaKind(TraceKind):
     ops = OPS
     outcomes = OUTCOMES
     projections = (encode_network_projection, decode_network_projection)
+    model = ModelAffinity
+    crate = ("impl.adapter", "CrateAffinity")
 
     def encode_setup(self, setup: ReplicaSetup) -> dict[str, Any]:
         """`config`, `replicas` and `session_pool`."""
@@ -321,16 +323,6 @@ class ReplicaKind(TraceKind):
         """The replica count, the configuration and the observed ids."""
         table = AFFINITY_KIND.describe(AffinitySetup(setup.config, setup.session_pool))
         return f"{setup.replicas} replicas, each {table}"
-
-    def model_factory(self) -> Factory:
-        """`ModelAffinity` for every replica."""
-        return ModelAffinity
-
-    def crate_factory(self) -> Factory:
-        """`impl.adapter.CrateAffinity` for every replica."""
-        from impl.adapter import CrateAffinity  # noqa: PLC0415 - only when asked
-
-        return CrateAffinity
 
     def canaries(self) -> Mapping[str, Factory]:
         """The replica canaries and the affinity ones (each builds every replica)."""

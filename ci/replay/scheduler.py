@@ -48,7 +48,7 @@ from model.scheduler.ops import (
 )
 from model.scheduler.table import SchedulerState, parked_in_order
 from model.scheduler.types import SchedulerConfig
-from stateful.scheduler_subject import SchedulerHarness, crate_factory, model_factory
+from stateful.scheduler_subject import SchedulerHarness, model_factory
 
 SUBJECT: Final[str] = "scheduler"
 SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"workers"})
@@ -260,6 +260,8 @@ class SchedulerKind(TraceKind):
     ops = OPS
     outcomes = OUTCOMES
     projections = (encode_projection, decode_projection)
+    model = staticmethod(model_factory)
+    crate = ("stateful.scheduler_subject", "crate_factory")
     show_op = staticmethod(show_op)
 
     def encode_setup(self, setup: SchedulerConfig) -> dict[str, Any]:
@@ -289,16 +291,6 @@ class SchedulerKind(TraceKind):
             for index, tokens in enumerate(setup.capacities_tokens)
         )
         return f"workers {workers}; busy above capacity"
-
-    def model_factory(self) -> Factory:
-        """A second `ModelScheduler`."""
-        return model_factory
-
-    def crate_factory(self) -> Factory:
-        """The crate's scheduler (imports the binding)."""
-        import impl.adapter  # noqa: F401, PLC0415 - fail here when unbuilt
-
-        return crate_factory
 
 
 KIND: Final[SchedulerKind] = SchedulerKind()
