@@ -56,12 +56,7 @@ from ci.profiles import EXAMPLES, RULES_PER_PROGRAM
 from ci.replay.artifacts import ARTIFACTS_ENV, git_state, point_latest
 from ci.replay.program import crate_versions
 from ci.trust import runner
-from ci.trust.machine_tests import (
-    CRATE_TESTS,
-    MACHINE_TESTS,
-    MachineTest,
-    resolve,
-)
+from ci.trust.machine_tests import CRATE_TESTS, MACHINE_TESTS, MachineTest, resolve
 from ci.trust.options import add_tests_option, checked_artifacts, run_folder
 from ci.trust.plugin import RunConfig
 
