@@ -42,7 +42,7 @@ from ci.inputs import (
     expect_optional,
     expect_str,
 )
-from ci.replay.codec import Bounds, Codec, OpCodec, outcome_codec
+from ci.replay.codec import Bounds, Codec, OpCodec, dataclass_codec, outcome_codec
 from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, Trace, TraceKind
 from model.affinity.ops import (
@@ -208,34 +208,12 @@ def decode_session_pool(value: object, where: str = "session_pool") -> tuple[str
 # ---- targets, versions -------------------------------------------------------
 
 
-def encode_target(target: Target) -> dict[str, Any]:
-    """`{"worker": w, "rank": r or null}`."""
-    return {"worker": target.worker, "rank": target.rank}
-
-
-def decode_target(value: object, where: str) -> Target:
-    """A `Target` object."""
-    raw = expect_object(value, where, frozenset({"worker", "rank"}))
-    return Target(
-        worker=expect_int(raw["worker"], f"{where}.worker", *U64),
-        rank=expect_optional(
-            raw["rank"], f"{where}.rank", lambda value, at: expect_int(value, at, *U32)
-        ),
-    )
-
-
-def encode_version(version: Version) -> dict[str, Any]:
-    """`{"sequence": s, "writer": w}`."""
-    return {"sequence": version.sequence, "writer": version.writer}
-
-
-def decode_version(value: object, where: str) -> Version:
-    """A `Version` object."""
-    raw = expect_object(value, where, frozenset({"sequence", "writer"}))
-    return Version(
-        sequence=expect_int(raw["sequence"], f"{where}.sequence", *U64),
-        writer=expect_int(raw["writer"], f"{where}.writer", *U64),
-    )
+TARGETS: Final[Codec] = dataclass_codec(Target, {}, {"worker": U64, "rank": U32})
+"""A `Target` as `{"worker": w, "rank": r or null}` and back."""
+VERSIONS: Final[Codec] = dataclass_codec(Version, {}, {"sequence": U64, "writer": U64})
+"""A `Version` as `{"sequence": s, "writer": w}` and back."""
+encode_target, decode_target = TARGETS
+encode_version, decode_version = VERSIONS
 
 
 # ---- outcomes ----------------------------------------------------------------
@@ -295,10 +273,10 @@ def decode_value(value: object, where: str) -> Value:
             )
         case "Wait":
             return Wait(expect_int(raw["waiter"], f"{where}.waiter"))
-        case "Target":
-            return decode_target(untagged, where)
-        case "Version":
-            return decode_version(untagged, where)
+        case "Target" | "Version":
+            codec = TARGETS if tag == "Target" else VERSIONS
+            decoded: Target | Version = codec[1](untagged, where)
+            return decoded
     outcome = expect_str(raw["outcome"], f"{where}.outcome")
     try:
         return ReplicaOutcome(outcome)
@@ -374,10 +352,7 @@ def decode_projection(value: object, where: str) -> Projection:
 
 OPS: Final[OpCodec] = OpCodec(
     OP_TYPES,
-    {
-        Target: (encode_target, decode_target),
-        Version: (encode_version, decode_version),
-    },
+    {Target: TARGETS, Version: VERSIONS},
     OP_RANGES,
 )
 
