@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Final, Literal, get_args
 
 from ci.inputs import (
@@ -299,21 +299,14 @@ _BOUND_KEYS: Final[frozenset[str]] = frozenset(
 
 
 def encode_projection(projection: Projection) -> dict[str, Any]:
-    """`{"now_ns": ..., "entries": {session: summary}}`."""
-    entries: dict[str, Any] = {}
-    for session_id, entry in projection.entries:
-        if entry.state == "initializing":
-            entries[session_id] = {"state": "initializing"}
-        else:
-            assert entry.target is not None
-            assert entry.version is not None
-            entries[session_id] = {
-                "state": "bound",
-                "target": encode_target(entry.target),
-                "version": encode_version(entry.version),
-                "leases": entry.leases,
-                "deadline_ns": entry.deadline_ns,
-            }
+    """`{"now_ns": ..., "entries": {session: summary}}`.
+
+    An initializing entry is its state alone; a bound one, every field.
+    """
+    entries = {
+        session_id: asdict(entry) if entry.state == "bound" else {"state": entry.state}
+        for session_id, entry in projection.entries
+    }
     return {"now_ns": projection.now_ns, "entries": entries}
 
 
