@@ -42,7 +42,7 @@ import importlib
 import importlib.metadata
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -156,14 +156,7 @@ def read_header(document: object, subject_keys: frozenset[str]) -> Header:
 
 def write_header(header: Header) -> dict[str, Any]:
     """The envelope fields as JSON (steps and subject keys are added by the kind)."""
-    return {
-        "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "subject": header.subject,
-        "description": header.description,
-        "suite_version": header.suite_version,
-        "crate_version": header.crate_version,
-    }
+    return {"format": FORMAT, "schema_version": SCHEMA_VERSION} | asdict(header)
 
 
 def read_steps(
