@@ -47,16 +47,9 @@ from ci.cli import (
     write_results,
 )
 from ci.profiles import EXAMPLES
-from ci.replay.artifacts import (
-    ARTIFACTS_ENV,
-)
+from ci.replay.artifacts import ARTIFACTS_ENV
 from ci.trust import runner
-from ci.trust.machine_tests import (
-    CRATE_TESTS,
-    MACHINE_TESTS,
-    MachineTest,
-    resolve,
-)
+from ci.trust.machine_tests import CRATE_TESTS, MACHINE_TESTS, MachineTest, resolve
 from ci.trust.options import add_tests_option, checked_artifacts, run_folder
 from ci.trust.plugin import RunConfig
 

@@ -321,45 +321,35 @@ PAUSED = Dispatch(paused_classes=frozenset({0}))
 
 _NO_LCFS = {"lcfs_served_a_later_entry_first": "the profile has no LCFS class"}
 
+_PAIR = QueueBound(
+    name="pair",
+    configs=PROFILE,
+    placements=(None, WORKER),
+    tokens=((1, 0), (4, 1)),  # costs 1 and 3
+    strict_priorities=(0,),
+    dispatches=POPS,
+    worker_count=1,
+    entries_max=2,
+    depth_max=64,
+    states_max=10_000,
+    goals_out_of_reach=_NO_LCFS,
+)
+
 QUEUE_BOUNDS: tuple[QueueBound, ...] = (
-    QueueBound(
-        name="pair",
-        configs=PROFILE,
-        placements=(None, WORKER),
-        tokens=((1, 0), (4, 1)),  # costs 1 and 3
-        strict_priorities=(0,),
-        dispatches=POPS,
-        worker_count=1,
-        entries_max=2,
-        depth_max=64,
-        states_max=10_000,
-        goals_out_of_reach=_NO_LCFS,
-    ),
-    QueueBound(
+    _PAIR,
+    replace(
+        _PAIR,
         name="tiers",
-        configs=PROFILE,
-        placements=(None, WORKER),
-        tokens=((1, 0), (4, 1)),
         strict_priorities=(0, 1),
         dispatches=(*POPS, PAUSED),
-        worker_count=1,
-        entries_max=2,
-        depth_max=64,
         states_max=20_000,
-        goals_out_of_reach=_NO_LCFS,
     ),
-    QueueBound(
+    replace(
+        _PAIR,
         name="triple",
-        configs=PROFILE,
-        placements=(None, WORKER),
-        tokens=((1, 0), (4, 1)),
-        strict_priorities=(0,),
         dispatches=(*POPS, PAUSED),
-        worker_count=1,
         entries_max=3,
-        depth_max=64,
         states_max=100_000,
-        goals_out_of_reach=_NO_LCFS,
     ),
 )
 """The declared queue bounds, smallest first: two entries (`pair`), two entries

@@ -367,38 +367,35 @@ _CLASS_AND_LEAVER_GOALS = dict.fromkeys(
 )
 """Goals only `two_classes` reaches among the every-push bounds."""
 
-SCHEDULER_BOUNDS: tuple[SchedulerBound, ...] = (
-    SchedulerBound(
-        name="lanes",
-        capacities_tokens=(0, 0),
-        lanes=_THREE_LANES,
-        isl_tokens=(1,),
-        due_offsets_ms=_DUES_AND_PAST_MS,
-        capacity_choices_tokens=(2,),
-        advance_steps_ms=(1,),
-        requests_max=3,
-        depth_max=3,
-        states_max=10_000,
-        goals_out_of_reach={
-            **dict.fromkeys(
-                (
-                    "a_cancel_lets_the_next_shared_request_through",
-                    "an_expiry_lets_a_waiting_request_through",
-                ),
-                _FOUR_STEPS,
+_LANES = SchedulerBound(
+    name="lanes",
+    capacities_tokens=(0, 0),
+    lanes=_THREE_LANES,
+    isl_tokens=(1,),
+    due_offsets_ms=_DUES_AND_PAST_MS,
+    capacity_choices_tokens=(2,),
+    advance_steps_ms=(1,),
+    requests_max=3,
+    depth_max=3,
+    states_max=10_000,
+    goals_out_of_reach={
+        **dict.fromkeys(
+            (
+                "a_cancel_lets_the_next_shared_request_through",
+                "an_expiry_lets_a_waiting_request_through",
             ),
-            **_CLASS_AND_LEAVER_GOALS,
-        },
-    ),
-    SchedulerBound(
+            _FOUR_STEPS,
+        ),
+        **_CLASS_AND_LEAVER_GOALS,
+    },
+)
+
+SCHEDULER_BOUNDS: tuple[SchedulerBound, ...] = (
+    _LANES,
+    replace(
+        _LANES,
         name="handoff",
-        capacities_tokens=(0, 0),
-        lanes=_THREE_LANES,
-        isl_tokens=(1,),
         due_offsets_ms=(None, -1, 0, 2),
-        capacity_choices_tokens=(2,),
-        advance_steps_ms=(1,),
-        requests_max=3,
         depth_max=4,
         states_max=20_000,
         goals_out_of_reach={

@@ -51,24 +51,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
-from ci.cli import (
-    OneLineParser,
-    UsageError,
-    positive_int,
-    whole_number,
-)
+from ci.cli import OneLineParser, UsageError, positive_int, whole_number
 from ci.profiles import EXAMPLES, RULES_PER_PROGRAM
-from ci.replay.artifacts import (
-    ARTIFACTS_ENV,
-)
+from ci.replay.artifacts import ARTIFACTS_ENV
 from ci.trust import runner
 from ci.trust.database import DatabaseUnavailableError, connect
-from ci.trust.machine_tests import (
-    CRATE_TESTS,
-    MACHINE_TESTS,
-    MachineTest,
-    resolve,
-)
+from ci.trust.machine_tests import CRATE_TESTS, MACHINE_TESTS, MachineTest, resolve
 from ci.trust.options import add_tests_option, artifacts, checked_artifacts, run_folder
 from ci.trust.plugin import RunConfig
 from ci.trust.runner import TestResult

@@ -17,7 +17,7 @@ import re
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Final
 
@@ -91,18 +91,9 @@ def record_from_json(entry: dict[str, Any]) -> MutantRecord:
     def verdict(side: str) -> Verdict | None:
         return Verdict(**entry[side]) if entry.get(side) else None
 
-    return MutantRecord(
-        id=entry["id"],
-        file=entry["file"],
-        line=entry["line"],
-        operator=entry["operator"],
-        description=entry["description"],
-        viable=entry["viable"],
-        build_seconds=entry["build_seconds"],
-        seconds=entry["seconds"],
-        ours=verdict("ours"),
-        crate=verdict("crate"),
-    )
+    sides = ("ours", "crate")
+    plain = {f.name: entry[f.name] for f in fields(MutantRecord) if f.name not in sides}
+    return MutantRecord(**plain, ours=verdict("ours"), crate=verdict("crate"))
 
 
 def partition(ids: Sequence[str], shard: tuple[int, int]) -> list[str]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import typing
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Final, Literal, get_args
 
 from ci.inputs import (
@@ -42,7 +42,7 @@ from ci.inputs import (
     expect_optional,
     expect_str,
 )
-from ci.replay.codec import Bounds, Codec, OpCodec, outcome_codec
+from ci.replay.codec import Bounds, Codec, OpCodec, dataclass_codec, outcome_codec
 from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, Trace, TraceKind
 from model.affinity.ops import (
@@ -208,34 +208,12 @@ def decode_session_pool(value: object, where: str = "session_pool") -> tuple[str
 # ---- targets, versions -------------------------------------------------------
 
 
-def encode_target(target: Target) -> dict[str, Any]:
-    """`{"worker": w, "rank": r or null}`."""
-    return {"worker": target.worker, "rank": target.rank}
-
-
-def decode_target(value: object, where: str) -> Target:
-    """A `Target` object."""
-    raw = expect_object(value, where, frozenset({"worker", "rank"}))
-    return Target(
-        worker=expect_int(raw["worker"], f"{where}.worker", *U64),
-        rank=expect_optional(
-            raw["rank"], f"{where}.rank", lambda value, at: expect_int(value, at, *U32)
-        ),
-    )
-
-
-def encode_version(version: Version) -> dict[str, Any]:
-    """`{"sequence": s, "writer": w}`."""
-    return {"sequence": version.sequence, "writer": version.writer}
-
-
-def decode_version(value: object, where: str) -> Version:
-    """A `Version` object."""
-    raw = expect_object(value, where, frozenset({"sequence", "writer"}))
-    return Version(
-        sequence=expect_int(raw["sequence"], f"{where}.sequence", *U64),
-        writer=expect_int(raw["writer"], f"{where}.writer", *U64),
-    )
+TARGETS: Final[Codec] = dataclass_codec(Target, {}, {"worker": U64, "rank": U32})
+"""A `Target` as `{"worker": w, "rank": r or null}` and back."""
+VERSIONS: Final[Codec] = dataclass_codec(Version, {}, {"sequence": U64, "writer": U64})
+"""A `Version` as `{"sequence": s, "writer": w}` and back."""
+encode_target, decode_target = TARGETS
+encode_version, decode_version = VERSIONS
 
 
 # ---- outcomes ----------------------------------------------------------------
@@ -295,10 +273,10 @@ def decode_value(value: object, where: str) -> Value:
             )
         case "Wait":
             return Wait(expect_int(raw["waiter"], f"{where}.waiter"))
-        case "Target":
-            return decode_target(untagged, where)
-        case "Version":
-            return decode_version(untagged, where)
+        case "Target" | "Version":
+            codec = TARGETS if tag == "Target" else VERSIONS
+            decoded: Target | Version = codec[1](untagged, where)
+            return decoded
     outcome = expect_str(raw["outcome"], f"{where}.outcome")
     try:
         return ReplicaOutcome(outcome)
@@ -321,21 +299,14 @@ _BOUND_KEYS: Final[frozenset[str]] = frozenset(
 
 
 def encode_projection(projection: Projection) -> dict[str, Any]:
-    """`{"now_ns": ..., "entries": {session: summary}}`."""
-    entries: dict[str, Any] = {}
-    for session_id, entry in projection.entries:
-        if entry.state == "initializing":
-            entries[session_id] = {"state": "initializing"}
-        else:
-            assert entry.target is not None
-            assert entry.version is not None
-            entries[session_id] = {
-                "state": "bound",
-                "target": encode_target(entry.target),
-                "version": encode_version(entry.version),
-                "leases": entry.leases,
-                "deadline_ns": entry.deadline_ns,
-            }
+    """`{"now_ns": ..., "entries": {session: summary}}`.
+
+    An initializing entry is its state alone; a bound one, every field.
+    """
+    entries = {
+        session_id: asdict(entry) if entry.state == "bound" else {"state": entry.state}
+        for session_id, entry in projection.entries
+    }
     return {"now_ns": projection.now_ns, "entries": entries}
 
 
@@ -374,10 +345,7 @@ def decode_projection(value: object, where: str) -> Projection:
 
 OPS: Final[OpCodec] = OpCodec(
     OP_TYPES,
-    {
-        Target: (encode_target, decode_target),
-        Version: (encode_version, decode_version),
-    },
+    {Target: TARGETS, Version: VERSIONS},
     OP_RANGES,
 )
 
@@ -427,6 +395,8 @@ class AffinityKind(TraceKind):
     ops = OPS
     outcomes = OUTCOMES
     projections = (encode_projection, decode_projection)
+    model = ModelAffinity
+    crate = ("impl.adapter", "CrateAffinity")
 
     def encode_setup(self, setup: AffinitySetup) -> dict[str, Any]:
         """`config` and `session_pool`."""
@@ -464,16 +434,6 @@ class AffinityKind(TraceKind):
             f"max_session_id_bytes={config.max_session_id_bytes} "
             f"reaping={config.reaping}; sessions {sessions}"
         )
-
-    def model_factory(self) -> Factory:
-        """`ModelAffinity`."""
-        return ModelAffinity
-
-    def crate_factory(self) -> Factory:
-        """`impl.adapter.CrateAffinity`."""
-        from impl.adapter import CrateAffinity  # noqa: PLC0415 - only when asked
-
-        return CrateAffinity
 
     def record(
         self,

@@ -74,15 +74,19 @@ def decode_float(value: object, where: str) -> float:
     return float(value)
 
 
-def _set_codec(encode: Encoder, decode: Decoder) -> Codec:
-    def encode_set(value: Any) -> list[Any]:
-        return [encode(item) for item in sorted(value)]
+def _collection_codec(encode: Encoder, decode: Decoder, kind: type) -> Codec:
+    """A frozenset (written sorted) or a tuple (in order) as a JSON array."""
 
-    def decode_set(value: object, where: str) -> frozenset[Any]:
+    def encode_items(value: Any) -> list[Any]:
+        return [
+            encode(item) for item in (sorted(value) if kind is frozenset else value)
+        ]
+
+    def decode_items(value: object, where: str) -> Any:
         items = expect_list(value, where)
-        return frozenset(decode(item, f"{where}[{i}]") for i, item in enumerate(items))
+        return kind(decode(item, f"{where}[{i}]") for i, item in enumerate(items))
 
-    return encode_set, decode_set
+    return encode_items, decode_items
 
 
 def _literal_decoder(allowed: tuple[object, ...]) -> Decoder:
@@ -149,7 +153,10 @@ def codec_for(
         return _same, _literal_decoder(get_args(annotation))
     if get_origin(annotation) is frozenset:
         (member,) = get_args(annotation)
-        return _set_codec(*codec_for(member, registered, bounds))
+        return _collection_codec(*codec_for(member, registered, bounds), frozenset)
+    if get_origin(annotation) is tuple and get_args(annotation)[1:] == (...,):
+        member = get_args(annotation)[0]
+        return _collection_codec(*codec_for(member, registered, bounds), tuple)
     if get_origin(annotation) in (UnionType, typing.Union):
         members = [arg for arg in get_args(annotation) if arg is not NoneType]
         if len(members) == 1 and len(get_args(annotation)) == 2:

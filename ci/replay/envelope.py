@@ -42,7 +42,7 @@ import importlib
 import importlib.metadata
 import json
 from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Final
 
@@ -146,24 +146,12 @@ def read_header(document: object, subject_keys: frozenset[str]) -> Header:
             "schema_version",
             f"unsupported schema version {version} (this suite reads {SCHEMA_VERSION})",
         )
-    return Header(
-        subject=expect_str(top["subject"], "subject"),
-        description=expect_str(top["description"], "description"),
-        suite_version=expect_str(top["suite_version"], "suite_version"),
-        crate_version=expect_str(top["crate_version"], "crate_version"),
-    )
+    return Header(**{f.name: expect_str(top[f.name], f.name) for f in fields(Header)})
 
 
 def write_header(header: Header) -> dict[str, Any]:
     """The envelope fields as JSON (steps and subject keys are added by the kind)."""
-    return {
-        "format": FORMAT,
-        "schema_version": SCHEMA_VERSION,
-        "subject": header.subject,
-        "description": header.description,
-        "suite_version": header.suite_version,
-        "crate_version": header.crate_version,
-    }
+    return {"format": FORMAT, "schema_version": SCHEMA_VERSION} | asdict(header)
 
 
 def read_steps(

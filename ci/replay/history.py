@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import itertools
 import typing
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Final, get_args
 
@@ -165,12 +165,7 @@ def _encode_event(index: int, event: Event) -> dict[str, Any]:
         "op": OPS.encode(event.call),
         "expected": OUTCOMES[0](event.outcome),
         "published": [
-            {
-                "at": at,
-                "session_id": published.session_id,
-                "target": encode_target(published.target),
-                "version": encode_version(published.version),
-            }
+            {"at": at, **asdict(published)}
             for at, published in zip(event.published_at, event.published, strict=True)
         ],
     }

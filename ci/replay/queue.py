@@ -38,8 +38,6 @@ from ci.inputs import (
     U32_MAX,
     U64_MAX,
     USIZE_MAX,
-    expect_bool,
-    expect_int,
     expect_list,
     expect_object,
     expect_optional,
@@ -77,12 +75,7 @@ from model.queue.types import (
     Rejection,
     Worker,
 )
-from stateful.queue_subject import (
-    ProfileSpec,
-    QueueHarness,
-    crate_factory,
-    model_factory,
-)
+from stateful.queue_subject import ProfileSpec, QueueHarness, model_factory
 
 SUBJECT: Final[str] = "queue"
 SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"profile"})
@@ -248,61 +241,10 @@ def project(state: QueueState) -> Projection:
     )
 
 
-_CLASS_KEYS: Final[frozenset[str]] = frozenset({"payloads", "blocked", "deficit"})
-_PROJECTION_KEYS: Final[frozenset[str]] = frozenset(
-    {"pending_count", "drained", "round_cursor", "carry", "classes"}
+PROJECTIONS: Final[Codec] = dataclass_codec(
+    Projection, {ClassSummary: dataclass_codec(ClassSummary, {Worker: _WORKER})}
 )
-
-
-def encode_projection(projection: Projection) -> dict[str, Any]:
-    """The projection as JSON."""
-    encode_worker, _ = _WORKER
-    return {
-        "pending_count": projection.pending_count,
-        "drained": projection.drained,
-        "round_cursor": projection.round_cursor,
-        "carry": projection.carry,
-        "classes": [
-            {
-                "payloads": list(cls.payloads),
-                "blocked": [encode_worker(worker) for worker in cls.blocked],
-                "deficit": cls.deficit,
-            }
-            for cls in projection.classes
-        ],
-    }
-
-
-def decode_projection(value: object, where: str) -> Projection:
-    """A model projection, strictly."""
-    raw = expect_object(value, where, _PROJECTION_KEYS)
-    _, decode_worker = _WORKER
-    classes = []
-    for index, item in enumerate(expect_list(raw["classes"], f"{where}.classes")):
-        place = f"{where}.classes[{index}]"
-        cls = expect_object(item, place, _CLASS_KEYS)
-        payloads = expect_list(cls["payloads"], f"{place}.payloads")
-        blocked = expect_list(cls["blocked"], f"{place}.blocked")
-        classes.append(
-            ClassSummary(
-                payloads=tuple(
-                    expect_int(p, f"{place}.payloads[{i}]")
-                    for i, p in enumerate(payloads)
-                ),
-                blocked=tuple(
-                    decode_worker(w, f"{place}.blocked[{i}]")
-                    for i, w in enumerate(blocked)
-                ),
-                deficit=expect_int(cls["deficit"], f"{place}.deficit"),
-            )
-        )
-    return Projection(
-        pending_count=expect_int(raw["pending_count"], f"{where}.pending_count"),
-        drained=expect_bool(raw["drained"], f"{where}.drained"),
-        round_cursor=expect_int(raw["round_cursor"], f"{where}.round_cursor"),
-        carry=expect_optional(raw["carry"], f"{where}.carry", expect_int),
-        classes=tuple(classes),
-    )
+"""The projection as JSON and back."""
 
 
 # ---- display -----------------------------------------------------------------
@@ -377,7 +319,9 @@ class QueueKind(TraceKind):
     setup_keys = SUBJECT_KEYS
     ops = OPS
     outcomes = OUTCOMES
-    projections = (encode_projection, decode_projection)
+    projections = PROJECTIONS
+    model = staticmethod(model_factory)
+    crate = ("stateful.queue_subject", "crate_factory")
     show_op = staticmethod(show_op)
     show_value = staticmethod(show_value)
 
@@ -414,16 +358,6 @@ class QueueKind(TraceKind):
             else f"YAML, model {setup.model_name!r}, fallback {setup.fallback_policy}"
         )
         return f"classes: {classes}; profile from {source}"
-
-    def model_factory(self) -> Factory:
-        """A second `ModelPolicyQueue`."""
-        return model_factory
-
-    def crate_factory(self) -> Factory:
-        """The crate's queue (imports the binding)."""
-        import impl.adapter  # noqa: F401, PLC0415 - fail here when unbuilt
-
-        return crate_factory
 
 
 KIND: Final[QueueKind] = QueueKind()

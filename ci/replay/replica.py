@@ -30,7 +30,7 @@ export of a network trace yet.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Final
 
 from ci.inputs import expect_bool, expect_int, expect_list, expect_object, expect_str
@@ -47,8 +47,6 @@ from ci.replay.affinity import (
     decode_version,
     encode_config,
     encode_projection,
-    encode_target,
-    encode_version,
     project,
 )
 from ci.replay.affinity import created_handle as table_created_handle
@@ -167,14 +165,9 @@ _MESSAGE_KEYS: Final[frozenset[str]] = frozenset(
 
 def encode_message(message: Message) -> dict[str, Any]:
     """A message in flight (its link says where from and to)."""
-    return {
-        "number": message.number,
-        "session_id": message.session_id,
-        "target": encode_target(message.target),
-        "version": encode_version(message.version),
-        "sent_ns": message.sent_ns,
-        "deliveries": message.deliveries,
-    }
+    encoded = asdict(message)
+    del encoded["source"], encoded["dest"]
+    return encoded
 
 
 def encode_network_projection(projection: NetworkProjection) -> dict[str, Any]:
@@ -271,6 +264,8 @@ class ReplicaKind(TraceKind):
     ops = OPS
     outcomes = OUTCOMES
     projections = (encode_network_projection, decode_network_projection)
+    model = ModelAffinity
+    crate = ("impl.adapter", "CrateAffinity")
 
     def encode_setup(self, setup: ReplicaSetup) -> dict[str, Any]:
         """`config`, `replicas` and `session_pool`."""
@@ -321,16 +316,6 @@ class ReplicaKind(TraceKind):
         """The replica count, the configuration and the observed ids."""
         table = AFFINITY_KIND.describe(AffinitySetup(setup.config, setup.session_pool))
         return f"{setup.replicas} replicas, each {table}"
-
-    def model_factory(self) -> Factory:
-        """`ModelAffinity` for every replica."""
-        return ModelAffinity
-
-    def crate_factory(self) -> Factory:
-        """`impl.adapter.CrateAffinity` for every replica."""
-        from impl.adapter import CrateAffinity  # noqa: PLC0415 - only when asked
-
-        return CrateAffinity
 
     def canaries(self) -> Mapping[str, Factory]:
         """The replica canaries and the affinity ones (each builds every replica)."""

@@ -30,7 +30,6 @@ from ci.inputs import (
     expect_int,
     expect_list,
     expect_object,
-    expect_str,
 )
 from ci.replay.codec import Bounds, Codec, OpCodec, dataclass_codec, outcome_codec
 from ci.replay.envelope import TraceError
@@ -48,7 +47,7 @@ from model.scheduler.ops import (
 )
 from model.scheduler.table import SchedulerState, parked_in_order
 from model.scheduler.types import SchedulerConfig
-from stateful.scheduler_subject import SchedulerHarness, crate_factory, model_factory
+from stateful.scheduler_subject import SchedulerHarness, model_factory
 
 SUBJECT: Final[str] = "scheduler"
 SUBJECT_KEYS: Final[frozenset[str]] = frozenset({"workers"})
@@ -165,18 +164,6 @@ class Projection:
     rejected_due_time_passed_total: int
 
 
-_PROJECTION_KEYS: Final[frozenset[str]] = frozenset(
-    {
-        "now_ms",
-        "parked",
-        "booked",
-        "blocked",
-        "received_total",
-        "rejected_due_time_passed_total",
-    }
-)
-
-
 def project(state: SchedulerState) -> Projection:
     """The projection of a model snapshot."""
     return Projection(
@@ -189,42 +176,8 @@ def project(state: SchedulerState) -> Projection:
     )
 
 
-def encode_projection(projection: Projection) -> dict[str, Any]:
-    """The projection as JSON."""
-    return {
-        "now_ms": projection.now_ms,
-        "parked": list(projection.parked),
-        "booked": list(projection.booked),
-        "blocked": list(projection.blocked),
-        "received_total": projection.received_total,
-        "rejected_due_time_passed_total": projection.rejected_due_time_passed_total,
-    }
-
-
-def decode_projection(value: object, where: str) -> Projection:
-    """A model projection, strictly."""
-    raw = expect_object(value, where, _PROJECTION_KEYS)
-
-    def strings(key: str) -> tuple[str, ...]:
-        items = expect_list(raw[key], f"{where}.{key}")
-        return tuple(
-            expect_str(item, f"{where}.{key}[{i}]") for i, item in enumerate(items)
-        )
-
-    blocked = expect_list(raw["blocked"], f"{where}.blocked")
-    return Projection(
-        now_ms=expect_int(raw["now_ms"], f"{where}.now_ms"),
-        parked=strings("parked"),
-        booked=strings("booked"),
-        blocked=tuple(
-            expect_int(item, f"{where}.blocked[{i}]") for i, item in enumerate(blocked)
-        ),
-        received_total=expect_int(raw["received_total"], f"{where}.received_total"),
-        rejected_due_time_passed_total=expect_int(
-            raw["rejected_due_time_passed_total"],
-            f"{where}.rejected_due_time_passed_total",
-        ),
-    )
+PROJECTIONS: Final[Codec] = dataclass_codec(Projection, {})
+"""The projection as JSON and back."""
 
 
 def show_op(op: Any) -> str:
@@ -259,7 +212,9 @@ class SchedulerKind(TraceKind):
     setup_keys = SUBJECT_KEYS
     ops = OPS
     outcomes = OUTCOMES
-    projections = (encode_projection, decode_projection)
+    projections = PROJECTIONS
+    model = staticmethod(model_factory)
+    crate = ("stateful.scheduler_subject", "crate_factory")
     show_op = staticmethod(show_op)
 
     def encode_setup(self, setup: SchedulerConfig) -> dict[str, Any]:
@@ -289,16 +244,6 @@ class SchedulerKind(TraceKind):
             for index, tokens in enumerate(setup.capacities_tokens)
         )
         return f"workers {workers}; busy above capacity"
-
-    def model_factory(self) -> Factory:
-        """A second `ModelScheduler`."""
-        return model_factory
-
-    def crate_factory(self) -> Factory:
-        """The crate's scheduler (imports the binding)."""
-        import impl.adapter  # noqa: F401, PLC0415 - fail here when unbuilt
-
-        return crate_factory
 
 
 KIND: Final[SchedulerKind] = SchedulerKind()

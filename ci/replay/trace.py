@@ -100,6 +100,8 @@ class TraceKind(ABC):
     ops: OpCodec
     outcomes: Codec  # a step's outcome, as JSON and back
     projections: Codec  # the model projection after a step, as JSON and back
+    model: Factory  # a second reference model as the system under test
+    crate: tuple[str, str]  # the crate's adapter: its module and name
 
     # -- JSON --
 
@@ -134,13 +136,16 @@ class TraceKind(ABC):
     def describe(self, setup: Any) -> str:
         """The setup in one line, for the replay's header."""
 
-    @abstractmethod
     def model_factory(self) -> Factory:
-        """A second reference model as the system under test."""
+        """A second reference model as the system under test (`model`)."""
+        return self.model
 
-    @abstractmethod
     def crate_factory(self) -> Factory:
-        """The crate's adapter (raises ImportError when the binding is not built)."""
+        """The crate's adapter `crate` (ImportError when the binding is not built)."""
+        import impl.adapter  # noqa: F401, PLC0415 - fail here when unbuilt
+
+        factory: Factory = subjects.lazy(*self.crate)()
+        return factory
 
     def canaries(self) -> Mapping[str, Factory]:
         """Deliberately broken systems, by name (the registry's canary module)."""

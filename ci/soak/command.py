@@ -56,12 +56,7 @@ from ci.profiles import EXAMPLES, RULES_PER_PROGRAM
 from ci.replay.artifacts import ARTIFACTS_ENV, git_state, point_latest
 from ci.replay.program import crate_versions
 from ci.trust import runner
-from ci.trust.machine_tests import (
-    CRATE_TESTS,
-    MACHINE_TESTS,
-    MachineTest,
-    resolve,
-)
+from ci.trust.machine_tests import CRATE_TESTS, MACHINE_TESTS, MachineTest, resolve
 from ci.trust.options import add_tests_option, checked_artifacts, run_folder
 from ci.trust.plugin import RunConfig
 
@@ -264,7 +259,8 @@ def _test_from_row(row: Mapping[str, Any]) -> MachineTestRun:
     texts = ("target", "outcome", "message")
     if not all(isinstance(row[key], str) for key in texts):
         raise ValueError(f"targets: {', '.join(texts)} must be texts")
-    if not all(isinstance(row[key], bool) for key in ("counterexample", "flaky")):
+    flags = ("counterexample", "flaky")
+    if not all(isinstance(row[key], bool) for key in flags):
         raise ValueError("targets: counterexample and flaky must be true or false")
     replay = row["replay"]
     if not isinstance(replay, list) or not all(isinstance(r, str) for r in replay):
@@ -275,11 +271,7 @@ def _test_from_row(row: Mapping[str, Any]) -> MachineTestRun:
         known = ", ".join(OUTCOMES)
         raise ValueError(f"targets: outcome {row['outcome']!r} is none of {known}")
     return MachineTestRun(
-        target=row["target"],
-        outcome=row["outcome"],
-        message=row["message"],
-        counterexample=row["counterexample"],
-        flaky=row["flaky"],
+        **{key: row[key] for key in (*texts, *flags)},
         test_cases=_whole(row, "test_cases", 0),
         seconds=_seconds(row, "seconds"),
         replay=tuple(replay),
