@@ -93,7 +93,7 @@ class Row:
     counts: Counts = field(default_factory=Counts)
     machines: dict[str, list[int]] = field(default_factory=dict)
     required_in: list[str] = field(default_factory=list)
-    candidates: list[WitnessTrace] = field(default_factory=list)
+    candidates: list[WitnessTrace] = field(default_factory=list)  # `choose` picks
     witness: WitnessTrace | None = None
     trace_file: str = ""
     replay_line: str = ""
@@ -124,21 +124,15 @@ def merge(records: Iterable[Mapping[str, Any]]) -> list[Row]:
         elif record["kind"] == "evidence":
             for prop, found in record.get("witnesses", {}).items():
                 if prop in rows:
-                    offer(
-                        rows[prop],
+                    rows[prop].candidates.append(
                         WitnessTrace(
                             f"machine {name}",
                             int(found["steps"]),
                             bool(found["at_boundary"]),
                             found["trace"],
-                        ),
+                        )
                     )
     return [rows[name] for name in sorted(rows)]
-
-
-def offer(row: Row, witness: WitnessTrace) -> None:
-    """Add a candidate witness (`choose` picks one)."""
-    row.candidates.append(witness)
 
 
 def crate_can_run(witness: WitnessTrace) -> bool:
@@ -192,9 +186,8 @@ def corpus_witnesses(rows: Sequence[Row], files: Sequence[Path]) -> None:
             [step.comment for step in trace.steps[: index - 1]] + [f"exercises {name}"],
         )
         source = f"corpus {path.name}"
-        offer(
-            by_name[name], WitnessTrace(source, index, at_boundary, recorded.to_json())
-        )
+        witness = WitnessTrace(source, index, at_boundary, recorded.to_json())
+        by_name[name].candidates.append(witness)
 
 
 def _model_reports(trace: Trace) -> list[StepReport[Any]]:
