@@ -43,7 +43,7 @@ import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
-from collections.abc import Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -301,29 +301,30 @@ def _overview(run: GateRun) -> Table:
     return table
 
 
-def _machines(records: list[dict[str, Any]]) -> Table:
-    table = Table(title="machines")
-    for column in (
-        "machine",
-        "subject",
-        "steps",
-        "rules run",
-        "goals reached",
-        "checks",
-    ):
-        table.add_column(
-            column, justify="left" if column in {"machine", "subject"} else "right"
-        )
-    for record in records:
-        table.add_row(
-            record["name"],
-            record.get("subject", "?"),
-            str(record["steps_run"]),
-            f"{len(record['rules_run'])}/{len(record['rules'])}",
-            f"{len(record['goals_reached'])}/{len(record['goals'])}",
-            str(record["invariant_checks"]),
-        )
+Column = tuple[str, Callable[[Any], str]]
+"""A table column: its heading and its cell as a function of the row's item."""
+
+
+def _table(
+    title: str, columns: Sequence[Column], items: Iterable[Any], left: int
+) -> Table:
+    """One row per item; the first `left` columns left-aligned, the rest right."""
+    table = Table(title=title)
+    for index, (heading, _) in enumerate(columns):
+        table.add_column(heading, justify="left" if index < left else "right")
+    for item in items:
+        table.add_row(*(cell(item) for _, cell in columns))
     return table
+
+
+MACHINE_COLUMNS: Final[tuple[Column, ...]] = (
+    ("machine", lambda record: record["name"]),
+    ("subject", lambda record: record.get("subject", "?")),
+    ("steps", lambda record: str(record["steps_run"])),
+    ("rules run", lambda r: f"{len(r['rules_run'])}/{len(r['rules'])}"),
+    ("goals reached", lambda r: f"{len(r['goals_reached'])}/{len(r['goals'])}"),
+    ("checks", lambda record: str(record["invariant_checks"])),
+)
 
 
 CLOCK_GOAL_WORDS: Final[tuple[str, ...]] = ("clock", "cleanup", "deadline")
@@ -379,96 +380,86 @@ def _least_exercised(document: dict[str, Any]) -> Table:
     return table
 
 
-def _shrinks(records: list[dict[str, Any]]) -> Table:
-    table = Table(title="canary counterexamples: Hypothesis-shrunk and minimized")
-    for column in ("canary", "shrunk", "bound", "minimal", "bound "):
-        table.add_column(column, justify="left" if column == "canary" else "right")
-    for record in records:
-        table.add_row(
-            record["name"],
-            str(record["steps"]),
-            str(record["bound"]),
-            str(record["minimal_steps"]),
-            str(record["minimal_bound"]),
-        )
-    return table
+SHRINK_COLUMNS: Final[tuple[Column, ...]] = (
+    ("canary", lambda record: record["name"]),
+    ("shrunk", lambda record: str(record["steps"])),
+    ("bound", lambda record: str(record["bound"])),
+    ("minimal", lambda record: str(record["minimal_steps"])),
+    ("bound ", lambda record: str(record["minimal_bound"])),
+)
 
 
-def _coverage(records: list[dict[str, Any]]) -> Table:
-    table = Table(title="exact coverage of bounded graphs (ci.explore)")
-    for column in ("subject", "bound", "machine", "settings", "states", "edges"):
-        table.add_column(column)
-    for record in records:
-        cells = [
-            f"{record[what]['covered']}/{record[what]['total']} "
-            f"({100 * record[what]['covered'] / record[what]['total']:.1f}%)"
-            for what in ("states", "edges")
-        ]
-        names = [record[key] for key in ("subject", "bound", "machine", "profile")]
-        table.add_row(*names, *cells)
-    return table
+def _covered(what: str) -> Callable[[dict[str, Any]], str]:
+    """The cell of `what` (states or edges): covered of total, and the percentage."""
+
+    def cell(record: dict[str, Any]) -> str:
+        covered, total = record[what]["covered"], record[what]["total"]
+        return f"{covered}/{total} ({100 * covered / total:.1f}%)"
+
+    return cell
 
 
-def _concurrency(records: list[dict[str, Any]]) -> Table:
-    """Concurrent histories checked for linearizability, per test."""
-    table = Table(title="concurrent histories checked for linearizability")
-    columns = (
-        "test",
-        "reading",
-        "histories",
-        "calls/history",
-        "largest",
-        "threads",
-        "search states",
-        "largest search",
-        "undecided",
-        "not linearizable",
-        "publications",
-        "versions out of order",
-        "windows entered per 1,000",
+COVERAGE_COLUMNS: Final[tuple[Column, ...]] = (
+    ("subject", lambda record: record["subject"]),
+    ("bound", lambda record: record["bound"]),
+    ("machine", lambda record: record["machine"]),
+    ("settings", lambda record: record["profile"]),
+    ("states", _covered("states")),
+    ("edges", _covered("edges")),
+)
+
+
+def _per_history(record: dict[str, Any], count: int) -> float:
+    return count / record["histories"] if record["histories"] else 0.0
+
+
+def _windows_entered(record: dict[str, Any]) -> str:
+    """Per 1,000 histories, how many entered each known window of the crate."""
+    return ", ".join(  # stateful.windows
+        f"{window} {_per_history(record, 1000 * count):.1f}"
+        for window, count in sorted(record.get("windows", {}).items())
     )
-    for column in columns:
-        table.add_column(column, justify="left" if column in columns[:2] else "right")
-    for record in records:
-        histories = record["histories"]
-        mean = record["calls"] / histories if histories else 0.0
-        # stateful.windows: histories that entered each known window of the crate
-        entered = ", ".join(
-            f"{window} {1000 * count / histories if histories else 0.0:.1f}"
-            for window, count in sorted(record.get("windows", {}).items())
-        )
-        table.add_row(
-            record["name"],
-            record["reading"],
-            f"{histories:,}",
-            f"{mean:.1f}",
-            str(record["calls_max"]),
-            str(record["threads_max"]),
-            f"{record['search_states']:,}",
-            f"{record['search_states_max']:,}",
-            str(record["undecided"]),
-            str(record["not_linearizable"]),
-            f"{record.get('publications', 0):,}",
-            str(record.get("version_violations", 0)),
-            entered,
-        )
-    return table
 
 
-def _found(found: list[Counterexample]) -> Table:
-    table = Table(title="counterexamples found in this run")
-    for column in ("test", "failed check", "shrunk steps", "minimal", "replay"):
-        table.add_column(column)
-    for example in found:
-        minimal = "-" if example.minimal_steps is None else str(example.minimal_steps)
-        table.add_row(
-            example.test,
-            example.check,
-            str(example.steps),
-            minimal,
-            artifact_replay(example.folder),
-        )
-    return table
+CONCURRENCY_COLUMNS: Final[tuple[Column, ...]] = (
+    ("test", lambda record: record["name"]),
+    ("reading", lambda record: record["reading"]),
+    ("histories", lambda record: f"{record['histories']:,}"),
+    ("calls/history", lambda record: f"{_per_history(record, record['calls']):.1f}"),
+    ("largest", lambda record: str(record["calls_max"])),
+    ("threads", lambda record: str(record["threads_max"])),
+    ("search states", lambda record: f"{record['search_states']:,}"),
+    ("largest search", lambda record: f"{record['search_states_max']:,}"),
+    ("undecided", lambda record: str(record["undecided"])),
+    ("not linearizable", lambda record: str(record["not_linearizable"])),
+    ("publications", lambda record: f"{record.get('publications', 0):,}"),
+    ("versions out of order", lambda r: str(r.get("version_violations", 0))),
+    ("windows entered per 1,000", _windows_entered),
+)
+
+RECORD_TABLES: Final[dict[str, tuple[str, tuple[Column, ...], int]]] = {
+    "shrink": (
+        "canary counterexamples: Hypothesis-shrunk and minimized",
+        SHRINK_COLUMNS,
+        1,
+    ),
+    "coverage": ("exact coverage of bounded graphs (ci.explore)", COVERAGE_COLUMNS, 6),
+    "concurrency": (
+        "concurrent histories checked for linearizability",
+        CONCURRENCY_COLUMNS,
+        2,
+    ),
+}
+"""The table of each kind of record: its title, columns and left-aligned columns."""
+
+
+FOUND_COLUMNS: Final[tuple[Column, ...]] = (
+    ("test", lambda example: example.test),
+    ("failed check", lambda example: example.check),
+    ("shrunk steps", lambda example: str(example.steps)),
+    ("minimal", lambda e: "-" if e.minimal_steps is None else str(e.minimal_steps)),
+    ("replay", lambda example: artifact_replay(example.folder)),
+)
 
 
 def _machine_summary(console: Console, run: GateRun) -> None:
@@ -476,7 +467,7 @@ def _machine_summary(console: Console, run: GateRun) -> None:
     machines = [record for record in run.records if record["kind"] == "machine"]
     if not machines:
         return
-    console.print(_machines(machines))
+    console.print(_table("machines", MACHINE_COLUMNS, machines, left=2))
     clock_goals = _clock_goals(machines)
     if clock_goals is not None:
         console.print(clock_goals)
@@ -499,22 +490,18 @@ def summarize(console: Console, run: GateRun) -> None:
     """Print the gate's tables, then one replay line per counterexample."""
     console.print(_overview(run))
     _machine_summary(console, run)
-    by_kind = (
-        ("shrink", _shrinks),
-        ("coverage", _coverage),
-        ("concurrency", _concurrency),
-    )
-    for kind, table_of in by_kind:
+    for kind, (title, columns, left) in RECORD_TABLES.items():
         records = [record for record in run.records if record["kind"] == kind]
         if records:
-            console.print(table_of(records))
+            console.print(_table(title, columns, records, left))
     for found in subjects.entries():
         for table_of_subject in found.gate_tables:
             subject_table = table_of_subject()(run.records)
             if subject_table is not None:
                 console.print(subject_table)
     if run.found:
-        console.print(_found(run.found))
+        title = "counterexamples found in this run"
+        console.print(_table(title, FOUND_COLUMNS, run.found, len(FOUND_COLUMNS)))
     if run.dossier_folder is not None:
         console.print(f"dossier: {run.dossier_folder / 'dossier.md'}")
     verdict = {0: "PASS", 1: "FAIL"}.get(run.returncode, "ERROR")
@@ -622,31 +609,31 @@ def queue_parity(tree: Path, env: dict[str, str], console: Console) -> int:
         (tree, env, ["--compare", str(record)]),
     ]
     for cwd, environment, arguments in steps:
-        completed = subprocess.run(  # noqa: S603 - our own interpreter
-            [sys.executable, "-m", "ci.queue_parity", *arguments],
-            cwd=cwd,
-            env=environment,
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT_S,
-        )
+        completed = _python_module("ci.queue_parity", arguments, cwd, environment)
         console.print((completed.stdout + completed.stderr).strip())
         if completed.returncode != 0:
             return completed.returncode
     return EXIT_PASS
 
 
-def probe(console: Console) -> bool:
-    """Print the binding's probed capability table; False if the probe failed."""
-    completed = subprocess.run(
-        [sys.executable, "-m", "ci.probe"],
-        cwd=REPO_ROOT,
+def _python_module(
+    module: str, arguments: list[str], cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """`python -m module arguments` in `cwd`, its output captured as text."""
+    return subprocess.run(  # noqa: S603 - our own interpreter
+        [sys.executable, "-m", module, *arguments],
+        cwd=cwd,
+        env=env,
         check=False,
         capture_output=True,
         text=True,
         timeout=PROBE_TIMEOUT_S,
     )
+
+
+def probe(console: Console) -> bool:
+    """Print the binding's probed capability table; False if the probe failed."""
+    completed = _python_module("ci.probe", [], REPO_ROOT)
     if completed.returncode != 0:
         lines = (completed.stderr or completed.stdout).strip().splitlines()
         last = lines[-1] if lines else f"exit {completed.returncode}"
