@@ -48,9 +48,10 @@ import re
 import shlex
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
+from typing import Final
 
 from rich.console import Console
 
@@ -78,7 +79,7 @@ from ci.mutants.plan import (
     prepare_crate_tree,
     work_lock,
 )
-from ci.mutants.report import MergeError, merge, percent, read_report, write
+from ci.mutants.report import SIDES, MergeError, merge, percent, read_report, write
 from ci.mutants.smoke import smoke
 from ci.mutants.summary import main as main_summary
 from ci.mutants.sweep import execute, print_summary, shard_label
@@ -375,12 +376,11 @@ def main_merge(argv: Sequence[str]) -> int:
     except WriteFailed as error:
         return write_failed("ci.mutants merge", error)
     totals_ = merged["totals"]
+    rates = (f"{side} {percent(totals_[side]['kill_rate'])}" for side in SIDES)
     print(
         f"merged {len(args.folders)} report(s): {totals_['tried']} of "
-        f"{merged['coverage']['of']} mutants, kill rate ours "
-        f"{percent(totals_['ours']['kill_rate'])}, crate "
-        f"{percent(totals_['crate']['kill_rate'])}, union "
-        f"{percent(totals_['union']['kill_rate'])}; {args.out / 'report.md'}"
+        f"{merged['coverage']['of']} mutants, kill rate {', '.join(rates)}; "
+        f"{args.out / 'report.md'}"
     )
     return 0
 
@@ -390,18 +390,17 @@ def _terminate(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def _subcommand(name: str, argv: Sequence[str]) -> int:
-    """`merge` or `summary` (`ci.mutants.summary`), with its arguments."""
-    if name == "merge":
-        return main_merge(argv)
-    return main_summary(argv)
+SUBCOMMANDS: Final[dict[str, Callable[[Sequence[str]], int]]] = {
+    "merge": main_merge,
+    "summary": main_summary,  # ci.mutants.summary
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point: 0 ran, 1 could not run, 2 bad arguments or tool missing."""
     arguments = list(sys.argv[1:] if argv is None else argv)
-    if arguments[:1] in (["merge"], ["summary"]):
-        return _subcommand(arguments[0], arguments[1:])
+    if arguments and arguments[0] in SUBCOMMANDS:
+        return SUBCOMMANDS[arguments[0]](arguments[1:])
     try:
         config, args = parse_args(arguments)
         configs = run_configs(config, args.shard)
