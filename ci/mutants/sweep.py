@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -26,7 +25,6 @@ from rich.table import Table
 
 from ci import processes
 from ci.build_local import (
-    REPO,
     LocalBuild,
     build_extension,
     copy_python_tree,
@@ -414,7 +412,9 @@ def _runs(configs: Sequence[Config], resumed: dict[str, Path]) -> list[Run]:
         profile=first.cargo_profile,
     )
     the_set = mutant_set(crate)
-    git_commit = _git("rev-parse", "HEAD")
+    from ci.replay.artifacts import git_state  # noqa: PLC0415 - pulls in pytest
+
+    git_commit, _ = git_state()
     runs = [
         Run(
             config=config,
@@ -547,17 +547,6 @@ def _test_planned(run: Run) -> None:
 
 
 # --- reports ------------------------------------------------------------------
-
-
-def _git(*arguments: str) -> str:
-    completed = subprocess.run(  # noqa: S603 - fixed git subcommands
-        ["git", *arguments],  # noqa: S607 - git from PATH, as for developers
-        cwd=REPO,
-        check=False,
-        capture_output=True,
-        text=True,
-    )
-    return completed.stdout.strip()
 
 
 def _versions() -> dict[str, str]:
