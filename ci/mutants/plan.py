@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ci import subjects
+from ci.build_local import CARGO_PROFILES as CARGO_PROFILES  # noqa: PLC0414 - export
 from ci.build_local import IMPL, pinned_source, write_if_changed
 from ci.mutants.operators import Mutant
 from ci.mutants.report import partition
@@ -68,9 +69,6 @@ PYTEST_TIMEOUT_S_MIN = 60
 # profile beside our suite; 74 s at most with release builds) and its filtered
 # tests (1-3 s unmutated). A mutant that makes them loop stops here.
 CRATE_TIMEOUT_S_DEFAULT = 90
-# impl/Cargo.toml profiles a mutant build may use; the first, the default, is the
-# install's (ci.build_local.CARGO_PROFILES), so the sweep reuses its dependencies.
-CARGO_PROFILES = ("mutants", "release")
 BASELINE_TIMEOUT_S = 1_800
 BASELINE_RERUNS_MAX = 3  # deselection rounds before the baseline is declared broken
 
@@ -135,7 +133,7 @@ class Config:
     work_dir: Path
     out_root: Path
     source: Path | None = None  # None: the pinned crate as cargo downloaded it
-    cargo_profile: str = CARGO_PROFILES[0]
+    cargo_profile: str = CARGO_PROFILES[0]  # the install's: its dependencies reused
 
     def crate_source(self) -> Path:
         """The dynamo-kv-router tree whose mutants this run tries."""
