@@ -77,6 +77,10 @@ class MutantRecord:
                 return Verdict(outcome, max(self.ours.seconds, self.crate.seconds))
         return Verdict("missed", max(self.ours.seconds, self.crate.seconds))
 
+    def verdict(self, side: str) -> Verdict | None:
+        """The verdict of `side`: one of SIDES."""
+        return self.union() if side == "union" else getattr(self, side)
+
     def as_json(self) -> dict[str, Any]:
         """The report entry, with the union verdict."""
         entry = asdict(self)
@@ -128,13 +132,7 @@ def totals(records: Sequence[MutantRecord]) -> dict[str, Any]:
         "seconds_total": round(sum(r.seconds for r in records), 1),
     }
     for side in SIDES:
-        verdicts = [
-            v
-            for v in (
-                r.union() if side == "union" else getattr(r, side) for r in viable
-            )
-            if v is not None
-        ]
+        verdicts = [v for r in viable if (v := r.verdict(side)) is not None]
         counts = Counter(v.outcome for v in verdicts)
         detect = [v.seconds for v in verdicts if v.outcome == "caught"]
         result[side] = {
@@ -158,7 +156,7 @@ def survivors(records: Sequence[MutantRecord], side: str) -> list[str]:
     """Ids of viable mutants `side` did not catch."""
     found = []
     for record in records:
-        verdict = record.union() if side == "union" else getattr(record, side)
+        verdict = record.verdict(side)
         if record.viable and (verdict is None or verdict.outcome != "caught"):
             found.append(record.id)
     return found
