@@ -25,11 +25,16 @@ from ci.mutants.cargo_mutants import (
     MutantSet,
     ToolMissingError,
     apply_diff,
-    minimal_change,
     mutant_set,
     tool_version,
 )
-from ci.mutants.operators import TARGET_FILES, Mutant, generate_ours, mask
+from ci.mutants.operators import (
+    TARGET_FILES,
+    Mutant,
+    generate_ours,
+    mask,
+    minimal_change,
+)
 from ci.mutants.plan import CARGO_PROFILES
 from ci.processes import ProcessResult
 

@@ -38,6 +38,7 @@ from ci.mutants.operators import (
     Mutant,
     generate_ours,
     inside_skipped,
+    minimal_change,
     skipped_ranges,
 )
 
@@ -120,34 +121,6 @@ def apply_diff(text: str, diff: str) -> str:
                 raise DiffError(f"unexpected diff line {line!r}")
     out.extend(lines[position:])
     return "".join(out)
-
-
-def minimal_change(text: str, mutated: str) -> tuple[int, int, str]:
-    """(start, end, replacement): the one span of `text` that `mutated` replaces.
-
-    The longest common prefix, then the longest common suffix of the rest, so
-    two generators' spellings of one change compare equal.
-    """
-    if text == mutated:
-        raise DiffError("the mutant changes nothing")
-    limit = min(len(text), len(mutated))
-    low, high = 0, limit  # binary search with slice comparisons (C speed)
-    while low < high:
-        middle = (low + high + 1) // 2
-        if text[:middle] == mutated[:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    prefix = low
-    low, high = 0, limit - prefix
-    while low < high:
-        middle = (low + high + 1) // 2
-        if text[len(text) - middle :] == mutated[len(mutated) - middle :]:
-            low = middle
-        else:
-            high = middle - 1
-    suffix = low
-    return prefix, len(text) - suffix, mutated[prefix : len(mutated) - suffix]
 
 
 def list_json(crate: Path, relative: str) -> list[dict[str, Any]]:

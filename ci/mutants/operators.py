@@ -385,7 +385,8 @@ def generate_ours(crate_root: Path) -> list[Mutant]:
         if len(found) > MUTANTS_PER_FILE_MAX:
             raise ValueError(f"{relative}: {len(found)} mutants exceed the cap")
         for start, end, operator, replacement in found:
-            low, high, minimal = _minimal(text, start, end, replacement)
+            mutated = text[:start] + replacement + text[end:]
+            low, high, minimal = minimal_change(text, mutated)
             line = text.count("\n", 0, start) + 1
             mutants.append(
                 Mutant(
@@ -418,21 +419,29 @@ def _describe(relative: str, line: int, operator: str, old: str, new: str) -> st
     return f"{Path(relative).name}:{line} {operator} {old!r} -> {new!r}"
 
 
-def _minimal(text: str, start: int, end: int, replacement: str) -> tuple[int, int, str]:
-    """The edit `text[start:end] = replacement` as its smallest differing span.
+def minimal_change(text: str, mutated: str) -> tuple[int, int, str]:
+    """(start, end, replacement): the one span of `text` that `mutated` replaces.
 
-    The longest common prefix of the old and new file, then the longest common
-    suffix of the rest: the same normal form as cargo-mutants' diffs get.
+    The longest common prefix, then the longest common suffix of the rest, so
+    two generators' spellings of one change compare equal.
     """
-    mutated = text[:start] + replacement + text[end:]
-    low = start  # text[:start] is shared: extend the common prefix from there
+    if text == mutated:
+        raise ValueError("the mutant changes nothing")
     limit = min(len(text), len(mutated))
-    while low < limit and text[low] == mutated[low]:
-        low += 1
-    # text[end:] is shared too, but the prefix may have run past `start`.
-    suffix = min(len(text) - end, limit - low)
-    while suffix < limit - low and (
-        text[len(text) - 1 - suffix] == mutated[len(mutated) - 1 - suffix]
-    ):
-        suffix += 1
-    return low, len(text) - suffix, mutated[low : len(mutated) - suffix]
+    low, high = 0, limit  # binary search with slice comparisons (C speed)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if text[:middle] == mutated[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    prefix = low
+    low, high = 0, limit - prefix
+    while low < high:
+        middle = (low + high + 1) // 2
+        if text[len(text) - middle :] == mutated[len(mutated) - middle :]:
+            low = middle
+        else:
+            high = middle - 1
+    suffix = low
+    return prefix, len(text) - suffix, mutated[prefix : len(mutated) - suffix]
