@@ -69,15 +69,10 @@ def read_text(path: Path, bytes_max: int = JSON_BYTES_MAX) -> str:
     name = str(path)
     try:  # os.stat opens nothing: a FIFO is refused here, not waited on
         mode = path.stat().st_mode
-    except FileNotFoundError:
-        raise InputError(name, "", "no such file") from None
-    except OSError as error:
-        raise InputError(name, "", f"cannot read: {error.strerror}") from None
-    if stat.S_ISDIR(mode):
-        raise InputError(name, "", "is a folder, not a file")
-    if not stat.S_ISREG(mode):
-        raise InputError(name, "", f"{file_kind(mode)}, not a regular file")
-    try:
+        if stat.S_ISDIR(mode):
+            raise InputError(name, "", "is a folder, not a file")
+        if not stat.S_ISREG(mode):
+            raise InputError(name, "", f"{file_kind(mode)}, not a regular file")
         with path.open("rb") as stream:
             data = stream.read(bytes_max + 1)
     except FileNotFoundError:
