@@ -216,20 +216,12 @@ class MutantSet:
 
     @property
     def fingerprint(self) -> str:
-        """A hash of every id, span and replacement."""
-        return fingerprint(self.mutants)
-
-
-def fingerprint(mutants: Sequence[Mutant]) -> str:
-    """sha256 over (id, file, start, end, replacement) of every mutant, by id."""
-    digest = hashlib.sha256()
-    for mutant in sorted(mutants, key=lambda m: m.id):
-        digest.update(
-            json.dumps(
-                [mutant.id, mutant.file, mutant.start, mutant.end, mutant.replacement]
-            ).encode("utf-8")
-        )
-    return digest.hexdigest()[:16]
+        """sha256 over (id, file, start, end, replacement) of every mutant, by id."""
+        digest = hashlib.sha256()
+        for m in sorted(self.mutants, key=lambda m: m.id):
+            record = [m.id, m.file, m.start, m.end, m.replacement]
+            digest.update(json.dumps(record).encode("utf-8"))
+        return digest.hexdigest()[:16]
 
 
 def mutant_set(crate: Path) -> MutantSet:
