@@ -80,10 +80,6 @@ class WitnessTrace:
         """Boundary first, then shorter, then a machine's over the corpus's."""
         return (not self.at_boundary, self.steps, self.source.startswith("corpus"))
 
-    def trace(self) -> Trace:
-        """The witness as a trace."""
-        return loads(json.dumps(self.document), self.source)
-
 
 @dataclass
 class Row:
@@ -137,7 +133,7 @@ def merge(records: Iterable[Mapping[str, Any]]) -> list[Row]:
 
 def crate_can_run(witness: WitnessTrace) -> bool:
     """Whether the crate's adapter can build the witness's table or queue."""
-    trace = witness.trace()
+    trace = loads(json.dumps(witness.document), witness.source)
     try:
         factory, _ = factory_for(trace.kind, None, None)
         trace.kind.harness(trace.setup, factory)
