@@ -283,24 +283,6 @@ class GateRun:
         ]
 
 
-def _overview(run: GateRun) -> Table:
-    hypothesis_profile = JOB_SETTINGS[run.job]
-    table = Table(title=f"gate: job {run.job} (Hypothesis {hypothesis_profile})")
-    for column in ("tests", "passed", "failed", "errors", "skipped", "pytest s"):
-        table.add_column(column, justify="right")
-    counts = run.counts
-    if counts is not None:
-        table.add_row(
-            str(counts.tests),
-            str(counts.passed),
-            str(counts.failures),
-            str(counts.errors),
-            str(counts.skipped),
-            f"{counts.time_s:.1f}",
-        )
-    return table
-
-
 Column = tuple[str, Callable[[Any], str]]
 """A table column: its heading and its cell as a function of the row's item."""
 
@@ -315,6 +297,22 @@ def _table(
     for item in items:
         table.add_row(*(cell(item) for _, cell in columns))
     return table
+
+
+OVERVIEW_COLUMNS: Final[tuple[Column, ...]] = (
+    ("tests", lambda counts: str(counts.tests)),
+    ("passed", lambda counts: str(counts.passed)),
+    ("failed", lambda counts: str(counts.failures)),
+    ("errors", lambda counts: str(counts.errors)),
+    ("skipped", lambda counts: str(counts.skipped)),
+    ("pytest s", lambda counts: f"{counts.time_s:.1f}"),
+)
+
+
+def _overview(run: GateRun) -> Table:
+    title = f"gate: job {run.job} (Hypothesis {JOB_SETTINGS[run.job]})"
+    counts = [] if run.counts is None else [run.counts]
+    return _table(title, OVERVIEW_COLUMNS, counts, left=0)
 
 
 MACHINE_COLUMNS: Final[tuple[Column, ...]] = (
