@@ -143,11 +143,11 @@ def _first_unencodable(value: object, where: str) -> str:
         for key, item in value.items():
             if _first_unencodable(key, "x"):
                 return where
-            items.append((f"{where}.{key}" if where else key, item))
+            items.append((at(where, key), item))
     elif isinstance(value, list):
-        items = [(f"{where}[{index}]", item) for index, item in enumerate(value)]
-    for at, item in items:
-        found = _first_unencodable(item, at)
+        items = [(at(where, index), item) for index, item in enumerate(value)]
+    for member, item in items:
+        found = _first_unencodable(item, member)
         if found:
             return found
     return ""
