@@ -257,11 +257,7 @@ def resolve_source(path: Path) -> Path:
     for candidate in (path, path / "lib" / "kv-router"):
         manifest = candidate / "Cargo.toml"
         if manifest.is_file():
-            try:
-                name = tomllib.loads(manifest.read_text(encoding="utf-8"))
-            except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-                raise BuildError(f"{manifest} is not valid TOML: {error}") from None
-            package = name.get("package")
+            package = _read_toml(manifest).get("package")
             if isinstance(package, dict) and package.get("name") == CRATE_NAME:
                 _check_workspace(candidate, package)
                 return candidate
@@ -275,15 +271,17 @@ def workspace_root(crate: Path) -> Path | None:
     """The nearest folder above `crate` whose Cargo.toml has a `[workspace]`."""
     for folder in crate.parents:
         manifest = folder / "Cargo.toml"
-        if not manifest.is_file():
-            continue
-        try:
-            table = tomllib.loads(manifest.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-            raise BuildError(f"{manifest} is not valid TOML: {error}") from None
-        if "workspace" in table:
+        if manifest.is_file() and "workspace" in _read_toml(manifest):
             return folder
     return None
+
+
+def _read_toml(manifest: Path) -> dict[str, Any]:
+    """A Cargo.toml's tables; BuildError naming the file when it is not TOML."""
+    try:
+        return tomllib.loads(manifest.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise BuildError(f"{manifest} is not valid TOML: {error}") from None
 
 
 def _check_workspace(crate: Path, package: dict[str, Any]) -> None:
