@@ -44,7 +44,7 @@ from ci.explore.paths import ReplayFailure, ReplayResult, edge_cover_paths
 from ci.explore.shrink import Counterexample, print_counterexamples, shortest_in
 from ci.profiles import CANARY_SETTINGS
 from ci.replay.affinity import record
-from ci.replay.trace import Trace, save
+from ci.replay.trace import Trace
 from model.affinity.ops import Op
 from model.affinity.table import ModelAffinity
 from stateful.affinity_machine import AffinityMachine
@@ -210,18 +210,6 @@ def _record(
     bound: Bound, ops: Sequence[Op], description: str, comments: Sequence[str]
 ) -> Trace:
     return record(bound.config, bound.session_ids, ops, description, comments)
-
-
-# ---- trace files -------------------------------------------------------------
-
-
-def write_trace(path: Path, example: Counterexample) -> Path:
-    """Write `example` as a trace that `python -m ci.replay` accepts.
-
-    The trace records the reference model's answers (as every trace does);
-    replayed with `--canary NAME` it shows where the broken model diverges.
-    """
-    return save(example.trace(), path)
 
 
 # ---- Hypothesis' shrunk length ---------------------------------------------------
