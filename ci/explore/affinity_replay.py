@@ -79,14 +79,6 @@ def counterexamples(bounds: Sequence[Bound]) -> dict[str, Counterexample | None]
     }
 
 
-def shrink_report(bounds: Sequence[Bound]) -> list[ShrinkQuality]:
-    """Hypothesis' shrunk length over the BFS-shortest length, per model canary."""
-    return [
-        shrink_quality(name, model_type, bounds)
-        for name, model_type in sorted(MODEL_CANARIES.items())
-    ]
-
-
 def _counterexamples(
     bounds: Sequence[Bound], args: argparse.Namespace, console: Console
 ) -> int:
@@ -95,7 +87,8 @@ def _counterexamples(
     table = Table(title="Shortest counterexamples and Hypothesis' shrinking")
     for column in ("canary", "bound", "property", "BFS", "Hypothesis", "ratio"):
         table.add_column(column, justify="left" if column != "ratio" else "right")
-    for quality in shrink_report(bounds):
+    for name, model_type in sorted(MODEL_CANARIES.items()):
+        quality = shrink_quality(name, model_type, bounds)
         table.add_row(
             quality.canary,
             quality.bound,
