@@ -214,14 +214,15 @@ VERSIONS: Final[Codec] = dataclass_codec(Version, {}, {"sequence": U64, "writer"
 """A `Version` as `{"sequence": s, "writer": w}` and back."""
 encode_target, decode_target = TARGETS
 encode_version, decode_version = VERSIONS
+TYPE_CODECS: Final[Mapping[type, Codec]] = {Target: TARGETS, Version: VERSIONS}
+"""The codecs of the affinity types that other dataclasses hold, by type."""
 
 
 # ---- outcomes ----------------------------------------------------------------
 
 
 TAGGED: Final[dict[str, Codec]] = {
-    cls.__name__: dataclass_codec(cls, {Target: TARGETS})
-    for cls in (Initialize, Bound, Wait)
+    cls.__name__: dataclass_codec(cls, TYPE_CODECS) for cls in (Initialize, Bound, Wait)
 } | {"Target": TARGETS, "Version": VERSIONS}
 """The values written as their fields tagged with the type's name, by name."""
 

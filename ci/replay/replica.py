@@ -38,8 +38,7 @@ from ci.replay.affinity import KIND as AFFINITY_KIND
 from ci.replay.affinity import OPS as AFFINITY_OPS
 from ci.replay.affinity import OUTCOMES as AFFINITY_OUTCOMES
 from ci.replay.affinity import (
-    TARGETS,
-    VERSIONS,
+    TYPE_CODECS,
     AffinitySetup,
     Projection,
     decode_config,
@@ -56,7 +55,6 @@ from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, Trace, TraceKind
 from model.affinity.ops import Abort, Commit, Invalidate, Outcome, PollWaiter, Release
 from model.affinity.table import ModelAffinity
-from model.affinity.types import Target, Version
 from model.replica.network import REPLICAS_MAX, LinkState, Message
 from model.replica.ops import NETWORK_OP_TYPES, Call, Local, NetworkOp, NetworkOutcome
 from stateful.replica_subject import NetworkModel, ReplicaNetworkHarness, ReplicaSetup
@@ -187,7 +185,7 @@ def encode_network_projection(projection: NetworkProjection) -> dict[str, Any]:
     }
 
 
-_MESSAGE: Final[Codec] = dataclass_codec(Message, {Target: TARGETS, Version: VERSIONS})
+_MESSAGE: Final[Codec] = dataclass_codec(Message, TYPE_CODECS)
 
 
 def _decode_message(value: object, where: str, source: int, dest: int) -> Message:
