@@ -323,11 +323,7 @@ def decode_projection(value: object, where: str) -> Projection:
 
 # ---- the kind ----------------------------------------------------------------
 
-OPS: Final[OpCodec] = OpCodec(
-    OP_TYPES,
-    {Target: TARGETS, Version: VERSIONS},
-    OP_RANGES,
-)
+OPS: Final[OpCodec] = OpCodec(OP_TYPES, TYPE_CODECS, OP_RANGES)
 
 
 @dataclass(frozen=True)
