@@ -30,7 +30,6 @@ from ci.explore.affinity_replay import (
     hypothesis_shrunk_steps,
     replay_paths,
     shortest_counterexample,
-    write_trace,
 )
 from ci.explore.command import read_counts
 from ci.explore.coverage import MachineRun, MachineStep, measure
@@ -38,7 +37,7 @@ from ci.explore.paths import edge_cover_paths
 from ci.explore.search import ExplorationCapError
 from ci.profiles import selected_profile
 from ci.replay.command import main as replay_main
-from ci.replay.trace import load
+from ci.replay.trace import load, save
 from model.affinity.ops import Acquire, Advance, Commit, Op, Query, Release, outcome_of
 from model.affinity.table import CLOCK_NS_MAX, Binding, ModelAffinity
 from model.affinity.types import SECOND_NS, Target
@@ -354,7 +353,7 @@ def test_a_counterexample_trace_replays_to_the_violation(
     example = shortest_counterexample(canary, model_type, BOUNDS)
     assert example is not None
 
-    trace = load(write_trace(tmp_path / "trace.json", example))
+    trace = load(save(example.trace(), tmp_path / "trace.json"))
     ops = list(trace.ops)
     model = model_type(trace.setup.config)
     steps = []
@@ -377,7 +376,7 @@ def test_ci_replay_accepts_a_counterexample_and_it_diverges_on_the_canary(
     """`python -m ci.replay` agrees on the model and diverges on the canary."""
     example = shortest_counterexample(canary, MODEL_CANARIES[canary], BOUNDS)
     assert example is not None
-    path = write_trace(tmp_path / "trace.json", example)
+    path = save(example.trace(), tmp_path / "trace.json")
     quiet = Console(file=io.StringIO())
 
     on_model = replay_main([str(path), "--against", "model"], console=quiet)

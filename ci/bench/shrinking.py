@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 import sys
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,6 +28,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ci import subjects
+from ci.bench.figures import timed
 from ci.cli import OneLineParser, UsageError
 from ci.profiles import SHRINK_SETTINGS
 from ci.replay.minimize import minimize
@@ -72,21 +72,20 @@ def shrink(subject: str, canary: str) -> Shrunk:
     machine: type[DifferentialMachine] = type(
         f"Shrink_{canary}", (entry.machine(),), {"factory": staticmethod(factory)}
     )
-    capture.reset()
-    wall_started = time.perf_counter()
-    cpu_started = time.process_time()
-    try:
-        run_state_machine_as_test(machine, settings=SHRINK_SETTINGS)
-    except AssertionError as error:
-        rules = printed_rules(getattr(error, "__notes__", []), machine)
-    else:
+
+    def rules() -> int:
+        try:
+            run_state_machine_as_test(machine, settings=SHRINK_SETTINGS)
+        except AssertionError as error:
+            return printed_rules(getattr(error, "__notes__", []), machine)
         raise AssertionError(f"the {subject} machine passed against {canary}")
-    cpu_s = time.process_time() - cpu_started
-    wall_s = time.perf_counter() - wall_started
+
+    capture.reset()
+    figures = timed(canary, rules)
     run = capture.final_runs()[-1]
     capture.reset()
     trace = kind_of(subject).record_harness(run.harness, f"{canary}, shrunk")
-    return Shrunk(subject, canary, trace, rules, cpu_s, wall_s)
+    return Shrunk(subject, canary, trace, figures.steps, figures.cpu_s, figures.wall_s)
 
 
 def bfs_steps(subject: str, canary: str) -> int | None:

@@ -277,21 +277,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     folder = run_folder(arguments, "determinism")
     pairs: list[Pair] = []
-    for machine_test in passing:
-        pairs.append(
-            passing_pair(
-                machine_test,
-                arguments.examples,
-                arguments.seed,
-                arguments.hash_seeds,
-                folder,
-            )
-        )
-        print(_line(pairs[-1]), flush=True)
-    for machine_test in failing:
-        pairs.append(
-            failing_pair(machine_test, arguments.seed, arguments.hash_seeds, folder)
-        )
+    for run_pair in (
+        *(partial(passing_pair, test, arguments.examples) for test in passing),
+        *(partial(failing_pair, test) for test in failing),
+    ):
+        pairs.append(run_pair(arguments.seed, arguments.hash_seeds, folder))
         print(_line(pairs[-1]), flush=True)
     report: dict[str, Any] = {
         "seed": arguments.seed,

@@ -44,7 +44,7 @@ from ci.explore.paths import ReplayFailure, ReplayResult, edge_cover_paths
 from ci.explore.shrink import Counterexample, print_counterexamples, shortest_in
 from ci.profiles import CANARY_SETTINGS
 from ci.replay.affinity import record
-from ci.replay.trace import Trace, save
+from ci.replay.trace import Trace
 from model.affinity.ops import Op
 from model.affinity.table import ModelAffinity
 from stateful.affinity_machine import AffinityMachine
@@ -79,14 +79,6 @@ def counterexamples(bounds: Sequence[Bound]) -> dict[str, Counterexample | None]
     }
 
 
-def shrink_report(bounds: Sequence[Bound]) -> list[ShrinkQuality]:
-    """Hypothesis' shrunk length over the BFS-shortest length, per model canary."""
-    return [
-        shrink_quality(name, model_type, bounds)
-        for name, model_type in sorted(MODEL_CANARIES.items())
-    ]
-
-
 def _counterexamples(
     bounds: Sequence[Bound], args: argparse.Namespace, console: Console
 ) -> int:
@@ -95,7 +87,8 @@ def _counterexamples(
     table = Table(title="Shortest counterexamples and Hypothesis' shrinking")
     for column in ("canary", "bound", "property", "BFS", "Hypothesis", "ratio"):
         table.add_column(column, justify="left" if column != "ratio" else "right")
-    for quality in shrink_report(bounds):
+    for name, model_type in sorted(MODEL_CANARIES.items()):
+        quality = shrink_quality(name, model_type, bounds)
         table.add_row(
             quality.canary,
             quality.bound,
@@ -210,18 +203,6 @@ def _record(
     bound: Bound, ops: Sequence[Op], description: str, comments: Sequence[str]
 ) -> Trace:
     return record(bound.config, bound.session_ids, ops, description, comments)
-
-
-# ---- trace files -------------------------------------------------------------
-
-
-def write_trace(path: Path, example: Counterexample) -> Path:
-    """Write `example` as a trace that `python -m ci.replay` accepts.
-
-    The trace records the reference model's answers (as every trace does);
-    replayed with `--canary NAME` it shows where the broken model diverges.
-    """
-    return save(example.trace(), path)
 
 
 # ---- Hypothesis' shrunk length ---------------------------------------------------

@@ -67,6 +67,7 @@ from ci.explore.paths import ReplayFailure, ReplayResult
 from ci.explore.search import AnyExploration, BoundLike
 from ci.inputs import InputError, at, expect_int, expect_object, read_json
 from ci.profiles import SETTINGS_NAMES, selected_profile
+from ci.replay.artifacts import point_latest
 from properties import properties
 
 __all__ = ["COUNTS_PATH", "coverage_summary", "main"]
@@ -339,10 +340,7 @@ def artifact_dir() -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     directory = ARTIFACTS_DIR / stamp
     directory.mkdir(parents=True, exist_ok=True)
-    latest = ARTIFACTS_DIR / "latest"
-    if latest.is_symlink() or latest.exists():
-        latest.unlink()
-    latest.symlink_to(stamp)
+    point_latest(ARTIFACTS_DIR, directory)
     return directory
 
 

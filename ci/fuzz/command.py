@@ -51,7 +51,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
-from ci.cli import OneLineParser, UsageError, positive_int, whole_number
+from ci.cli import (
+    OneLineParser,
+    UsageError,
+    positive_int,
+    positive_seconds,
+    whole_number,
+)
 from ci.profiles import EXAMPLES, RULES_PER_PROGRAM
 from ci.replay.artifacts import ARTIFACTS_ENV
 from ci.trust import runner
@@ -89,16 +95,6 @@ def duration_s(text: str) -> float:
     return float(total)
 
 
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be positive: {text!r}")
-    return value
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The command line."""
     parser = OneLineParser(
@@ -127,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--seed", type=whole_number, default=None, help="derive batch seeds"
     )
     parser.add_argument(
-        "--progress-every", type=_seconds, default=None, metavar="SECONDS"
+        "--progress-every", type=positive_seconds, default=None, metavar="SECONDS"
     )
     parser.add_argument("--artifacts", type=Path, default=None)
     return parser

@@ -214,9 +214,17 @@ VERSIONS: Final[Codec] = dataclass_codec(Version, {}, {"sequence": U64, "writer"
 """A `Version` as `{"sequence": s, "writer": w}` and back."""
 encode_target, decode_target = TARGETS
 encode_version, decode_version = VERSIONS
+TYPE_CODECS: Final[Mapping[type, Codec]] = {Target: TARGETS, Version: VERSIONS}
+"""The codecs of the affinity types that other dataclasses hold, by type."""
 
 
 # ---- outcomes ----------------------------------------------------------------
+
+
+TAGGED: Final[dict[str, Codec]] = {
+    cls.__name__: dataclass_codec(cls, TYPE_CODECS) for cls in (Initialize, Bound, Wait)
+} | {"Target": TARGETS, "Version": VERSIONS}
+"""The values written as their fields tagged with the type's name, by name."""
 
 
 def encode_value(value: Value) -> Any:
@@ -224,29 +232,12 @@ def encode_value(value: Value) -> Any:
     match value:
         case None | bool() | int():
             return value
-        case Initialize(handle):
-            return {"type": "Initialize", "handle": handle}
-        case Bound(handle, target):
-            return {"type": "Bound", "handle": handle, "target": encode_target(target)}
-        case Wait(waiter):
-            return {"type": "Wait", "waiter": waiter}
-        case Target():
-            return {"type": "Target"} | encode_target(value)
-        case Version():
-            return {"type": "Version"} | encode_version(value)
         case ReplicaOutcome():
             return {"type": "ReplicaOutcome", "outcome": value.value}
-    raise TypeError(f"no trace encoding for the value {value!r}")
-
-
-_VALUE_KEYS: Final[dict[str, frozenset[str]]] = {
-    "Initialize": frozenset({"type", "handle"}),
-    "Bound": frozenset({"type", "handle", "target"}),
-    "Wait": frozenset({"type", "waiter"}),
-    "Target": frozenset({"type", "worker", "rank"}),
-    "Version": frozenset({"type", "sequence", "writer"}),
-    "ReplicaOutcome": frozenset({"type", "outcome"}),
-}
+    name = type(value).__name__
+    if name not in TAGGED:
+        raise TypeError(f"no trace encoding for the value {value!r}")
+    return {"type": name} | TAGGED[name][0](value)
 
 
 def decode_value(value: object, where: str) -> Value:
@@ -258,25 +249,14 @@ def decode_value(value: object, where: str) -> Value:
             where, "expected null, a boolean, an integer or a typed object"
         )
     tag = value["type"]
-    if tag not in _VALUE_KEYS:
-        known = ", ".join(sorted(_VALUE_KEYS))
+    untagged = {key: item for key, item in value.items() if key != "type"}
+    if tag in TAGGED:
+        decoded: Value = TAGGED[tag][1](untagged, where)
+        return decoded
+    if tag != "ReplicaOutcome":
+        known = ", ".join(sorted([*TAGGED, "ReplicaOutcome"]))
         raise TraceError(where, f"unknown value type {tag!r} (known: {known})")
-    raw = expect_object(value, f"{where} ({tag})", _VALUE_KEYS[tag])
-    untagged = {key: item for key, item in raw.items() if key != "type"}
-    match tag:
-        case "Initialize":
-            return Initialize(expect_int(raw["handle"], f"{where}.handle"))
-        case "Bound":
-            return Bound(
-                expect_int(raw["handle"], f"{where}.handle"),
-                decode_target(raw["target"], f"{where}.target"),
-            )
-        case "Wait":
-            return Wait(expect_int(raw["waiter"], f"{where}.waiter"))
-        case "Target" | "Version":
-            codec = TARGETS if tag == "Target" else VERSIONS
-            decoded: Target | Version = codec[1](untagged, where)
-            return decoded
+    raw = expect_object(untagged, f"{where} ({tag})", frozenset({"outcome"}))
     outcome = expect_str(raw["outcome"], f"{where}.outcome")
     try:
         return ReplicaOutcome(outcome)
@@ -343,11 +323,7 @@ def decode_projection(value: object, where: str) -> Projection:
 
 # ---- the kind ----------------------------------------------------------------
 
-OPS: Final[OpCodec] = OpCodec(
-    OP_TYPES,
-    {Target: TARGETS, Version: VERSIONS},
-    OP_RANGES,
-)
+OPS: Final[OpCodec] = OpCodec(OP_TYPES, TYPE_CODECS, OP_RANGES)
 
 
 @dataclass(frozen=True)

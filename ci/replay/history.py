@@ -64,6 +64,7 @@ from ci.inputs import (
 from ci.replay.affinity import (
     OPS,
     OUTCOMES,
+    TYPE_CODECS,
     decode_config,
     decode_target,
     decode_version,
@@ -71,6 +72,7 @@ from ci.replay.affinity import (
     encode_target,
     encode_version,
 )
+from ci.replay.codec import Codec, dataclass_codec
 from ci.replay.envelope import (
     Header,
     TraceError,
@@ -247,6 +249,9 @@ def _decode_census(value: object, where: str) -> Census:
     )
 
 
+_PUBLISHED: Final[Codec] = dataclass_codec(Published, TYPE_CODECS)
+
+
 def _decode_published(
     value: object, where: str, invoked: int, returned: int
 ) -> tuple[tuple[int, Published], ...]:
@@ -260,16 +265,8 @@ def _decode_published(
             raise TraceError(at, f"instant {instant} is outside the call")
         if found and instant <= found[-1][0]:
             raise TraceError(at, "publications are out of the sink's order")
-        found.append(
-            (
-                instant,
-                Published(
-                    expect_str(raw["session_id"], f"{at}.session_id"),
-                    decode_target(raw["target"], f"{at}.target"),
-                    decode_version(raw["version"], f"{at}.version"),
-                ),
-            )
-        )
+        fields = {key: item for key, item in raw.items() if key != "at"}
+        found.append((instant, _PUBLISHED[1](fields, at)))
     return tuple(found)
 
 

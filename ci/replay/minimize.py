@@ -164,12 +164,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         write_results({out: minimal.dumps()})
     except WriteFailed as error:
         return write_failed("ci.replay.minimize", error)
-    written = out
     print(
         f"{len(trace.steps)} -> {len(minimal.steps)} steps against {label} "
-        f"({replays} replays): {written}"
+        f"({replays} replays): {out}"
     )
-    print(f"python -m ci.replay {written}")
+    print(f"python -m ci.replay {out}")
     return 0
 
 

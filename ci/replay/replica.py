@@ -38,20 +38,19 @@ from ci.replay.affinity import KIND as AFFINITY_KIND
 from ci.replay.affinity import OPS as AFFINITY_OPS
 from ci.replay.affinity import OUTCOMES as AFFINITY_OUTCOMES
 from ci.replay.affinity import (
+    TYPE_CODECS,
     AffinitySetup,
     Projection,
     decode_config,
     decode_projection,
     decode_session_pool,
-    decode_target,
-    decode_version,
     encode_config,
     encode_projection,
     project,
 )
 from ci.replay.affinity import created_handle as table_created_handle
 from ci.replay.affinity import used_handle as table_used_handle
-from ci.replay.codec import Codec, OpCodec
+from ci.replay.codec import Codec, OpCodec, dataclass_codec
 from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, Trace, TraceKind
 from model.affinity.ops import Abort, Commit, Invalidate, Outcome, PollWaiter, Release
@@ -186,18 +185,14 @@ def encode_network_projection(projection: NetworkProjection) -> dict[str, Any]:
     }
 
 
+_MESSAGE: Final[Codec] = dataclass_codec(Message, TYPE_CODECS)
+
+
 def _decode_message(value: object, where: str, source: int, dest: int) -> Message:
+    """A message in flight, given the link it is on."""
     raw = expect_object(value, where, _MESSAGE_KEYS)
-    return Message(
-        number=expect_int(raw["number"], f"{where}.number"),
-        source=source,
-        dest=dest,
-        session_id=expect_str(raw["session_id"], f"{where}.session_id"),
-        target=decode_target(raw["target"], f"{where}.target"),
-        version=decode_version(raw["version"], f"{where}.version"),
-        sent_ns=expect_int(raw["sent_ns"], f"{where}.sent_ns"),
-        deliveries=expect_int(raw["deliveries"], f"{where}.deliveries"),
-    )
+    message: Message = _MESSAGE[1](raw | {"source": source, "dest": dest}, where)
+    return message
 
 
 def decode_network_projection(value: object, where: str) -> NetworkProjection:

@@ -26,12 +26,18 @@ from typing import Any, Final
 from ci.inputs import (
     U64_MAX,
     USIZE_MAX,
-    expect_bool,
     expect_int,
     expect_list,
     expect_object,
 )
-from ci.replay.codec import Bounds, Codec, OpCodec, dataclass_codec, outcome_codec
+from ci.replay.codec import (
+    Bounds,
+    Codec,
+    OpCodec,
+    codec_for,
+    dataclass_codec,
+    outcome_codec,
+)
 from ci.replay.envelope import TraceError
 from ci.replay.trace import Factory, TraceKind
 from model.queue.types import ClassConfig
@@ -81,18 +87,8 @@ OPS: Final[OpCodec] = OpCodec(
 )
 
 
-def _encode_value(value: object) -> object:
-    return value
-
-
-def _decode_value(value: object, where: str) -> bool | None:
-    if value is None:
-        return None
-    return expect_bool(value, where)
-
-
-OUTCOMES: Final[Codec] = outcome_codec(_encode_value, _decode_value, SchedulerOutcome)
-"""A step's outcome as JSON and back."""
+OUTCOMES: Final[Codec] = outcome_codec(*codec_for(bool | None, {}), SchedulerOutcome)
+"""A step's outcome as JSON and back: its value is a boolean or null."""
 
 
 CLASS_CODEC: Final[Codec] = dataclass_codec(ClassConfig, {})

@@ -29,6 +29,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -159,16 +160,12 @@ def _checked_piece(document: object) -> dict[str, Any]:
             expect_str(raw[key], at(where, key))
         expect_bool(raw["reproduced"], at(where, "reproduced"))
     expect_bool(top["complete"], "complete")
-    expect_optional(top["wall_seconds"], "wall_seconds", _seconds)
+    expect_optional(top["wall_seconds"], "wall_seconds", partial(expect_number, low=0))
     return top
 
 
 def _keys(value: object) -> frozenset[str]:
     return frozenset(value) if isinstance(value, dict) else frozenset()
-
-
-def _seconds(value: object, where: str) -> float:
-    return expect_number(value, where, 0)
 
 
 def _git(repo: Path, *arguments: str) -> subprocess.CompletedProcess[str]:

@@ -53,9 +53,6 @@ class SharedDatabase(ExampleDatabase):
     def __repr__(self) -> str:
         return f"SharedDatabase({self.primary!r}, fallback={self.local!r})"
 
-    def _primary_failed(self, error: Exception) -> None:
-        self.fallback_reason = f"{type(error).__name__}: {error}"
-
     def _on_primary(self, action: str, *args: bytes) -> Iterable[bytes]:
         if self.fallback_reason is not None:
             return ()
@@ -63,7 +60,7 @@ class SharedDatabase(ExampleDatabase):
             found = getattr(self.primary, action)(*args)
             return list(found) if found is not None else ()
         except self._errors as error:
-            self._primary_failed(error)
+            self.fallback_reason = f"{type(error).__name__}: {error}"
             return ()
 
     def fetch(self, key: bytes) -> Iterable[bytes]:

@@ -13,12 +13,13 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, Final
 
 from ci import processes
 from ci.replay.artifacts import folder_of_replay_line, recorded_against
+from ci.replay.codec import dataclass_codec
 from ci.trust.plugin import RUN_ENV, RunConfig
 from stateful.stats import STATS_ENV
 
@@ -52,20 +53,12 @@ class TestResult:
     behaviours: tuple[str, ...]
 
     @classmethod
-    def from_json(cls, fields: Mapping[str, Any]) -> TestResult:
-        """Read one entry of the plugin's result file."""
-        return cls(
-            nodeid=str(fields["nodeid"]),
-            outcome=str(fields["outcome"]),
-            duration_s=float(fields["duration_s"]),
-            message=str(fields["message"]),
-            counterexample=bool(fields["counterexample"]),
-            flaky=bool(fields["flaky"]),
-            blob=fields["blob"],
-            replay=tuple(fields["replay"]),
-            test_cases=int(fields["test_cases"]),
-            behaviours=tuple(fields["behaviours"]),
-        )
+    def from_json(cls, entry: Mapping[str, Any]) -> TestResult:
+        """Read one entry of the plugin's result file: these fields, by their types."""
+        _, decode = dataclass_codec(cls, {})
+        kept = {field.name: entry[field.name] for field in fields(cls)}
+        result: TestResult = decode(kept, "tests[]")
+        return result
 
 
 @dataclass(frozen=True)

@@ -131,20 +131,16 @@ def one_line(text: str) -> str:
     return " ".join(text.split())
 
 
+ESCAPES: Final[dict[str, str]] = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t"}
+"""How a Rust string literal spells these; other unprintables go by code point."""
+
+
 def rust_string(text: str) -> str:
     """A Rust string literal (UTF-8 kept; quotes and unprintables escaped)."""
-    escaped = []
-    for char in text:
-        if char in {'"', "\\"}:
-            escaped.append("\\" + char)
-        elif char == "\n":
-            escaped.append("\\n")
-        elif char == "\t":
-            escaped.append("\\t")
-        elif not char.isprintable():  # controls, separators: by code point
-            escaped.append(f"\\u{{{ord(char):x}}}")
-        else:
-            escaped.append(char)
+    escaped = (
+        ESCAPES.get(char, char if char.isprintable() else f"\\u{{{ord(char):x}}}")
+        for char in text
+    )
     return '"' + "".join(escaped) + '"'
 
 
