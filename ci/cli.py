@@ -25,7 +25,7 @@ import secrets
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, NoReturn
 
@@ -360,3 +360,46 @@ def write_failed(prog: str, error: WriteFailed) -> int:
     """Print a failed write as the command's one error line; the exit status."""
     print(f"{prog}: error: {one_line(str(error))}", file=sys.stderr)
     return EXIT_WRITE_FAILED
+
+
+def summary_command(
+    argv: Sequence[str],
+    *,
+    prog: str,
+    description: str,
+    folder_help: str,
+    report: str,
+    default_out: Path,
+    summarize: Callable[[Path], dict[str, Any]],
+    render: Callable[[dict[str, Any]], str],
+    counted: Callable[[dict[str, Any]], str],
+    refused: tuple[type[Exception], ...],
+) -> int:
+    """`PROG DIR [--out FILE]`: the committed summary of the report in folder DIR.
+
+    `description` and `folder_help` are the help's words for the command and DIR;
+    `summarize` reads DIR's file `report` and raises one of `refused` (or a
+    `UsageError`) when it is no such report; `render` is the summary's text and
+    `counted` what it holds, for the closing line. Exit 0 written; 2 on a
+    refusal, in one line, before anything is written (an `--out` that is the
+    report among them); 1 when the final write fails.
+    """
+    parser = OneLineParser(prog=f"python -m {prog}", description=description)
+    parser.add_argument("folder", type=Path, help=folder_help)
+    parser.add_argument("--out", type=Path, default=default_out, help="summary file")
+    refusals: tuple[type[Exception], ...] = (UsageError, *refused)
+    try:
+        args: argparse.Namespace = parser.parse_args(list(argv))
+        output_file(args.out, "--out")
+        folder = input_folder(args.folder, "summary")
+        separate([folder / report], [("--out", args.out)])
+        summary = summarize(folder / report)
+    except refusals as error:
+        print(f"{prog}: error: {one_line(str(error))}", file=sys.stderr)
+        return 2
+    try:
+        write_results({args.out: render(summary)})
+    except WriteFailed as error:
+        return write_failed(prog, error)
+    print(f"{prog}: {counted(summary)} -> {args.out}")
+    return 0

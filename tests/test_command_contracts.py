@@ -50,6 +50,16 @@ CASES: tuple[tuple[str, tuple[str, ...], str], ...] = (
         "lies inside the input",
     ),
     ("ci.mutants", ("merge", "{latin1_crate}", "--out", "{folder}"), "contains the"),
+    (
+        "ci.mutants",
+        ("summary", "{folder}", "--out", "{folder}/report.json"),
+        "--out {folder}/report.json: is the input {folder}/report.json",
+    ),
+    (
+        "ci.soak",
+        ("summary", "{folder}", "--out", "{folder}/report.json"),
+        "--out {folder}/report.json: is the input {folder}/report.json",
+    ),
     # No prefix stands for an option.
     ("ci.probe", ("--tabl",), "unrecognized arguments: --tabl"),
     ("ci.replay.corpus", ("build", "--chec"), "unrecognized arguments: --chec"),
@@ -283,7 +293,9 @@ def test_a_refused_command_says_why_in_one_line_and_changes_nothing(
     assert 2 == completed.returncode, completed.stderr
     assert 1 == len(completed.stderr.splitlines()), completed.stderr
     assert says.format(**places) in completed.stderr
-    command = f"{module} merge" if argv[:1] == ("merge",) else module
+    command = (
+        f"{module} {argv[0]}" if argv[:1] in {("merge",), ("summary",)} else module
+    )
     assert completed.stderr.startswith(f"{command}: error: "), completed.stderr
     assert "Traceback" not in completed.stdout + completed.stderr
     assert before == sorted(tmp_path.rglob("*"))

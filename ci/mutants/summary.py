@@ -13,22 +13,12 @@ The full reports are CI artifacts. The default output is
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from ci.cli import (
-    OneLineParser,
-    UsageError,
-    WriteFailed,
-    input_folder,
-    output_file,
-    write_failed,
-    write_results,
-)
+from ci.cli import summary_command
 from ci.inputs import InputError, read_json
 from ci.mutants.report import OUTCOMES, REPORT_BYTES_MAX, REPORT_NAME, MergeError
 
@@ -37,7 +27,6 @@ SUMMARY: Final = REPO / "ci" / "mutants" / "summary.json"
 COLUMNS: Final = ("id", "file", "line", "viable", "ours", "crate", "test", "check")
 """One row per mutant. `file` is the crate file's name, `ours` and `crate` are
 outcomes ("" when not run), `test` indexes the summary's `tests` (-1: none)."""
-PROG: Final = "python -m ci.mutants summary"
 
 
 def summarize(merged: object) -> dict[str, Any]:
@@ -120,20 +109,15 @@ def header(path: Path = SUMMARY) -> dict[str, Any]:
 
 def main(argv: Sequence[str]) -> int:
     """`summary DIR [--out FILE]`: 0 written, 2 on refusal (one line)."""
-    parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
-    parser.add_argument("folder", type=Path, help="a merged report folder")
-    parser.add_argument("--out", type=Path, default=SUMMARY, help="summary file")
-    try:
-        args: argparse.Namespace = parser.parse_args(list(argv))
-        output_file(args.out, "--out")
-        folder = input_folder(args.folder, "summary")
-        summary = summarize(read_json(folder / REPORT_NAME, REPORT_BYTES_MAX))
-    except (UsageError, InputError, MergeError) as error:
-        print(f"ci.mutants summary: error: {error}", file=sys.stderr)
-        return 2
-    try:
-        write_results({args.out: render(summary)})
-    except WriteFailed as error:
-        return write_failed("ci.mutants summary", error)
-    print(f"ci.mutants summary: {len(summary['rows'])} mutants -> {args.out}")
-    return 0
+    return summary_command(
+        argv,
+        prog="ci.mutants summary",
+        description=__doc__.splitlines()[0],
+        folder_help="a merged report folder",
+        report=REPORT_NAME,
+        default_out=SUMMARY,
+        summarize=lambda path: summarize(read_json(path, REPORT_BYTES_MAX)),
+        render=render,
+        counted=lambda summary: f"{len(summary['rows'])} mutants",
+        refused=(InputError, MergeError),
+    )

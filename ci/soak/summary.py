@@ -12,22 +12,12 @@ merged. The full reports are CI artifacts. The default output is
 
 from __future__ import annotations
 
-import argparse
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from ci.cli import (
-    OneLineParser,
-    UsageError,
-    WriteFailed,
-    input_folder,
-    output_file,
-    write_failed,
-    write_results,
-)
+from ci.cli import UsageError, summary_command
 from ci.inputs import InputError, read_json
 
 REPO: Final = Path(__file__).resolve().parents[2]
@@ -37,7 +27,6 @@ REPORT_BYTES_MAX: Final = 64 * 1024 * 1024
 DROPPED: Final = ("per_seed",)
 REQUIRED: Final = ("seeds_run", "counterexamples", "false_alarms", "per_target")
 """`per_target`: the figures per machine test (old spelling, the recorded key)."""
-PROG: Final = "python -m ci.soak summary"
 
 
 def summarize(report: object) -> dict[str, Any]:
@@ -51,6 +40,11 @@ def summarize(report: object) -> dict[str, Any]:
     return {"kind": "soak-summary", **kept}
 
 
+def render(summary: dict[str, Any]) -> str:
+    """The summary as JSON, keys sorted."""
+    return json.dumps(summary, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def load(path: Path = SUMMARY) -> dict[str, Any]:
     """The committed summary."""
     data: dict[str, Any] = json.loads(path.read_text("utf-8"))
@@ -61,21 +55,15 @@ def load(path: Path = SUMMARY) -> dict[str, Any]:
 
 def main(argv: Sequence[str]) -> int:
     """`summary DIR [--out FILE]`: 0 written, 2 on refusal (one line)."""
-    parser = OneLineParser(prog=PROG, description=__doc__.splitlines()[0])
-    parser.add_argument("folder", type=Path, help="a soak report folder")
-    parser.add_argument("--out", type=Path, default=SUMMARY, help="summary file")
-    try:
-        args: argparse.Namespace = parser.parse_args(list(argv))
-        output_file(args.out, "--out")
-        folder = input_folder(args.folder, "summary")
-        summary = summarize(read_json(folder / "report.json", REPORT_BYTES_MAX))
-    except (UsageError, InputError) as error:
-        print(f"ci.soak summary: error: {error}", file=sys.stderr)
-        return 2
-    text = json.dumps(summary, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
-    try:
-        write_results({args.out: text})
-    except WriteFailed as error:
-        return write_failed("ci.soak summary", error)
-    print(f"ci.soak summary: {summary['seeds_run']} seeds -> {args.out}")
-    return 0
+    return summary_command(
+        argv,
+        prog="ci.soak summary",
+        description=__doc__.splitlines()[0],
+        folder_help="a soak report folder",
+        report="report.json",
+        default_out=SUMMARY,
+        summarize=lambda path: summarize(read_json(path, REPORT_BYTES_MAX)),
+        render=render,
+        counted=lambda summary: f"{summary['seeds_run']} seeds",
+        refused=(InputError,),
+    )
