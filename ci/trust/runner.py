@@ -55,10 +55,12 @@ class TestResult:
     @classmethod
     def from_json(cls, entry: Mapping[str, Any]) -> TestResult:
         """Read one entry of the plugin's result file: these fields, by their types."""
-        _, decode = dataclass_codec(cls, {})
         kept = {field.name: entry[field.name] for field in fields(cls)}
-        result: TestResult = decode(kept, "tests[]")
+        result: TestResult = _decode_result(kept, "tests[]")
         return result
+
+
+_, _decode_result = dataclass_codec(TestResult, {})
 
 
 @dataclass(frozen=True)
